@@ -1,0 +1,1 @@
+"""Target-independent part of ember: capture, import to MLIR, fusion passes, pipelines."""

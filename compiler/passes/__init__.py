@@ -1,0 +1,29 @@
+"""Registry of ember's Python passes and the pipeline aliases built from them."""
+from . import form_fusion_groups, inline_fusion_groups
+
+# name -> callable(op, pass) run on the top-level module.
+PYTHON_PASSES = {
+    form_fusion_groups.PASS_NAME: form_fusion_groups.form_fusion_groups,
+    inline_fusion_groups.PASS_NAME: inline_fusion_groups.inline_fusion_groups,
+}
+
+# name -> list of pipeline elements; lets one name stand for a short sequence.
+PIPELINE_ALIASES = {
+    # Turn each group into one loop nest: fuse its linalg ops (block arguments stop fusion
+    # at the group boundary), then dissolve the group.
+    "ember-lower-fusion-groups": [
+        "func.func(linalg-fuse-elementwise-ops)",
+        inline_fusion_groups.PASS_NAME,
+    ],
+}
+
+PASS_DESCRIPTIONS = {
+    form_fusion_groups.PASS_NAME: "group linalg ops into ember_fusion.group kernels",
+    inline_fusion_groups.PASS_NAME: "dissolve ember_fusion.group ops into their parent",
+    "ember-lower-fusion-groups": "fuse each group into one loop nest, then dissolve it",
+}
+
+
+def register_python_pass(name, fn, description=""):
+    PYTHON_PASSES[name] = fn
+    PASS_DESCRIPTIONS[name] = description

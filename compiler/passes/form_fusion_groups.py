@@ -1,0 +1,203 @@
+"""ember-form-fusion-groups: decide which linalg ops become one kernel.
+
+Works on linalg-on-tensors. Every compute op (linalg.*) ends up in exactly one
+`ember_fusion.group`; a group is one kernel. Rules, applied producer -> consumer:
+  * elementwise -> elementwise           (elementwise chains)
+  * elementwise -> reduction             (prologue fused into the reduction's loop)
+  * anchor (matmul/conv/reduction) -> elementwise, once per group
+                                         (bias / activation epilogues)
+Two anchors never share a group. `tensor.empty`, `linalg.fill` and scalar constants
+feeding a group are cloned into it. A group is placed at its last member; members that
+would break dominance there, or whose outside-used result has another type than the
+group's main output (see the dialect), become groups of their own.
+"""
+from torch_mlir import ir
+
+from ember.dialects.fusion import GroupOp, YieldOp, GROUP_OP_NAME
+from .linalg_queries import classify, OpClass, is_clonable_into_group
+
+PASS_NAME = "ember-form-fusion-groups"
+
+
+class _UnionFind:
+    def __init__(self):
+        self.parent = {}
+
+    def find(self, x):
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a, b):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+        return ra
+
+
+def _defining_op(value):
+    """The ir.Operation defining `value`, or None for a block argument."""
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def _plan_groups(block):
+    """Return groups as lists of ops (program order), one list per kernel."""
+    ops = [op.operation for op in block.operations]
+    classes = {op: classify(op) for op in ops}
+    compute = [op for op in ops if classes[op] in (OpClass.ELEMENTWISE, OpClass.ANCHOR)]
+    uf = _UnionFind()
+    anchors = {}  # group root -> anchor op (at most one)
+    for op in compute:
+        uf.find(op)
+        if classes[op] == OpClass.ANCHOR:
+            anchors[op] = op
+    for consumer in compute:
+        for operand in consumer.operands:
+            producer = _defining_op(operand)
+            if producer is None or producer not in classes or producer.block != block:
+                continue
+            pclass = classes[producer]
+            if pclass not in (OpClass.ELEMENTWISE, OpClass.ANCHOR):
+                continue
+            ca, pa = anchors.get(uf.find(consumer)), anchors.get(uf.find(producer))
+            if classes[consumer] == OpClass.ANCHOR and pclass == OpClass.ANCHOR:
+                continue  # two anchors never share a kernel
+            if classes[consumer] == OpClass.ANCHOR and pclass == OpClass.ELEMENTWISE:
+                if not _is_reduction_generic(consumer):
+                    continue  # named matmul/conv take their operands as they are
+            if ca is not None and pa is not None and ca != pa:
+                continue
+            root = uf.union(consumer, producer)
+            anchors_root = ca or pa
+            for k in (uf.find(consumer), uf.find(producer)):
+                anchors.pop(k, None)
+            if anchors_root is not None:
+                anchors[root] = anchors_root
+    groups = {}
+    for op in compute:  # program order, so every member list is sorted
+        groups.setdefault(uf.find(op), []).append(op)
+    planned = []
+    for members in groups.values():
+        planned.extend(sorted(part, key=ops.index) for part in _split_members(members))
+    return planned, classes
+
+
+def _is_reduction_generic(op):
+    return op.name == "linalg.generic" and "reduction" in str(op.attributes["iterator_types"])
+
+
+def _must_leave(member, member_set, last):
+    out_type = str(last.results[0].type) if len(last.results) == 1 else None
+    for res in member.results:
+        for use in res.uses:
+            user = use.owner.operation
+            if user in member_set:
+                continue
+            if user.block == last.block and user.is_before_in_block(last):
+                return True  # the group's result would not dominate this use
+            if str(res.type) != out_type:
+                return True  # results of one group share a type
+    return False
+
+
+def _split_members(members):
+    """Split off members that cannot stay (see _must_leave); each leaves as its own
+    group, which is split again recursively."""
+    current = list(members)
+    while True:
+        member_set = set(current)
+        bad = next((m for m in current[:-1] if _must_leave(m, member_set, current[-1])), None)
+        if bad is None:
+            break
+        current.remove(bad)
+    rest = [m for m in members if m not in set(current)]
+    return [current] + (_split_members_each(rest) if rest else [])
+
+
+def _split_members_each(ops):
+    return [[op] for op in ops]
+
+
+def _build_group(members, kind):
+    member_set = set(members)
+    last = members[-1]
+    clones = []
+
+    def want_clone(op):
+        if op in clones or op in member_set or not is_clonable_into_group(op):
+            return False
+        for v in op.operands:  # fill <- empty / constant: clone those first
+            d = _defining_op(v)
+            if d is not None and want_clone(d):
+                clones.append(d)
+        return True
+
+    for m in members:
+        for v in m.operands:
+            d = _defining_op(v)
+            if d is not None and want_clone(d):
+                clones.append(d)
+    outputs = [res for m in members for res in m.results
+               if any(use.owner.operation not in member_set for use in res.uses)]
+    with ir.InsertionPoint(last), last.location:
+        group = GroupOp([o.type for o in outputs])
+        group.operation.attributes["kind"] = ir.StringAttr.get(kind)
+    block = group.body.blocks.append()
+    with ir.InsertionPoint(block), last.location:
+        terminator = YieldOp(outputs)
+    cloned = {}
+    for c in clones:
+        new = c.clone(ir.InsertionPoint(terminator))
+        for i, v in enumerate(new.operands):
+            d = _defining_op(v)
+            if d in cloned:
+                new.operands[i] = cloned[d].results[v.result_number]
+        cloned[c] = new
+    for m in members:
+        m.move_before(terminator)
+        for i, v in enumerate(m.operands):
+            d = _defining_op(v)
+            if d in cloned:
+                m.operands[i] = cloned[d].results[v.result_number]
+    for k, res in enumerate(outputs):
+        for use in list(res.uses):
+            if use.owner.operation != terminator.operation:
+                use.owner.operands[use.operand_number] = group.results[k]
+    for c in clones:
+        if not any(True for r in c.results for _ in r.uses):
+            c.erase()
+    return group
+
+
+def _group_kind(members, classes):
+    anchors = [m for m in members if classes[m] == OpClass.ANCHOR]
+    if not anchors:
+        return "elementwise"
+    a = anchors[0].name
+    base = "reduction" if a == "linalg.generic" else a.split(".", 1)[1]
+    return base + ("_epilogue" if len(members) > 1 and a != "linalg.generic" else "")
+
+
+def form_fusion_groups(op, pass_=None):
+    """Python pass body: `op` is the module (or a func)."""
+    funcs = []
+
+    def visit(o):
+        if o.name == "func.func":
+            funcs.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    for f in funcs:
+        if not f.regions[0].blocks:
+            continue
+        block = f.regions[0].blocks[0]
+        if any(o.name == GROUP_OP_NAME for o in block.operations):
+            continue  # already grouped
+        plans, classes = _plan_groups(block)
+        kinds = [_group_kind(members, classes) for members in plans]
+        for members, kind in zip(plans, kinds):
+            _build_group(members, kind)

@@ -1,0 +1,38 @@
+"""ember-inline-fusion-groups: dissolve each `ember_fusion.group` after its body has been
+fused into a single loop nest; the ops move in front of the group and the group's
+results are replaced by the yielded values."""
+from torch_mlir import ir
+
+from ember.dialects.fusion import GROUP_OP_NAME
+
+PASS_NAME = "ember-inline-fusion-groups"
+
+
+def collect_groups(op):
+    groups = []
+
+    def visit(o):
+        if o.name == GROUP_OP_NAME:
+            groups.append(o.operation)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return groups
+
+
+def inline_group(group):
+    block = group.regions[0].blocks[0]
+    body = list(block.operations)
+    terminator = body[-1].operation
+    for o in body[:-1]:
+        o.operation.move_before(group)
+    for res, value in zip(group.results, terminator.operands):
+        res.replace_all_uses_with(value)
+    terminator.erase()
+    group.erase()
+
+
+def inline_fusion_groups(op, pass_=None):
+    for g in collect_groups(op):
+        inline_group(g)

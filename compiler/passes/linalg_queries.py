@@ -1,0 +1,49 @@
+"""Small questions about linalg ops that the fusion passes ask."""
+import enum
+
+
+class OpClass(enum.Enum):
+    ELEMENTWISE = "elementwise"  # all-parallel linalg op: fusable both ways
+    ANCHOR = "anchor"            # matmul / conv / pooling / reduction: one per kernel
+    OTHER = "other"              # not a kernel of ours (tensor reshapes, constants, ...)
+
+
+# Named linalg ops that carry a reduction (contractions, convolutions, pooling).
+_ANCHOR_PREFIXES = ("linalg.matmul", "linalg.batch_matmul", "linalg.conv_", "linalg.depthwise_conv",
+                    "linalg.pooling_", "linalg.dot", "linalg.matvec", "linalg.vecmat",
+                    "linalg.batch_reduce_matmul", "linalg.contract", "linalg.reduce")
+_ELEMENTWISE_NAMED = ("linalg.transpose", "linalg.broadcast", "linalg.map", "linalg.copy",
+                      "linalg.elementwise", "linalg.add", "linalg.sub", "linalg.mul", "linalg.div")
+
+
+def iterator_types(op):
+    return str(op.attributes["iterator_types"]) if "iterator_types" in op.attributes else ""
+
+
+def classify(op) -> OpClass:
+    name = op.name
+    if name == "linalg.generic":
+        return OpClass.ANCHOR if "reduction" in iterator_types(op) else OpClass.ELEMENTWISE
+    if name.startswith(_ANCHOR_PREFIXES):
+        return OpClass.ANCHOR
+    if name in _ELEMENTWISE_NAMED:
+        return OpClass.ELEMENTWISE
+    return OpClass.OTHER
+
+
+def _is_tensor(value) -> bool:
+    return str(value.type).startswith("tensor<")
+
+
+def is_clonable_into_group(op) -> bool:
+    """Cheap ops a kernel re-creates instead of reading them from outside: tensor.empty,
+    scalar constants, and fills of those."""
+    if op.name == "tensor.empty":
+        return True
+    if op.name == "arith.constant":
+        return not _is_tensor(op.results[0])
+    if op.name == "linalg.fill":
+        from torch_mlir import ir
+        return all(not isinstance(v.owner, ir.Block) and is_clonable_into_group(v.owner.operation)
+                   for v in op.operands)
+    return False

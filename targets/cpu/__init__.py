@@ -1,0 +1,5 @@
+"""CPU target: bufferize, BLAS for GEMMs, loops vectorized by LLVM for the host, MLIR JIT."""
+from .pipeline import CPU_LOWERING, lower_to_llvm
+from .jit import JitKernel
+
+__all__ = ["CPU_LOWERING", "lower_to_llvm", "JitKernel"]

@@ -1,0 +1,189 @@
+"""ember-matmul-to-blas: on memrefs, turn f32 `linalg.matmul` / `linalg.batch_matmul` into a
+call of the host BLAS (`sgemm_`, the MKL that ships inside libtorch_cpu).
+
+Like TorchInductor's extern kernels: GEMM is the one op where a tuned library beats any
+loop nest we could emit, and the epilogue kernel next to it is still ours. A matmul whose
+operands are not unit-stride in their last dimension is left to the loop lowering.
+
+The call goes through `@ember_sgemm`, a helper added to the module once: it loops over the
+batch and calls the column-major Fortran routine with row-major operands swapped
+(C^T = B^T A^T), so no copy is needed.
+"""
+from torch_mlir import ir
+from torch_mlir.dialects import arith, func, memref
+
+PASS_NAME = "ember-matmul-to-blas"
+HELPER = "ember_sgemm"
+BLAS_SYMBOL = "sgemm_"
+
+_HELPER_IR = """
+llvm.func @sgemm_(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr,
+                  !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+func.func private @ember_sgemm(%batch: index, %m: index, %n: index, %k: index,
+    %pa: index, %sa: index, %lda: index, %ta: i8,
+    %pb: index, %sb: index, %ldb: index, %tb: i8,
+    %pc: index, %sc: index, %ldc: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %one = llvm.mlir.constant(1 : i32) : i32
+  %alpha = arith.constant 1.0 : f32
+  %beta = arith.constant 1.0 : f32
+  %p_m = llvm.alloca %one x i32 : (i32) -> !llvm.ptr
+  %p_n = llvm.alloca %one x i32 : (i32) -> !llvm.ptr
+  %p_k = llvm.alloca %one x i32 : (i32) -> !llvm.ptr
+  %p_lda = llvm.alloca %one x i32 : (i32) -> !llvm.ptr
+  %p_ldb = llvm.alloca %one x i32 : (i32) -> !llvm.ptr
+  %p_ldc = llvm.alloca %one x i32 : (i32) -> !llvm.ptr
+  %p_alpha = llvm.alloca %one x f32 : (i32) -> !llvm.ptr
+  %p_beta = llvm.alloca %one x f32 : (i32) -> !llvm.ptr
+  %p_ta = llvm.alloca %one x i8 : (i32) -> !llvm.ptr
+  %p_tb = llvm.alloca %one x i8 : (i32) -> !llvm.ptr
+  %m32 = arith.index_cast %m : index to i32
+  %n32 = arith.index_cast %n : index to i32
+  %k32 = arith.index_cast %k : index to i32
+  %lda32 = arith.index_cast %lda : index to i32
+  %ldb32 = arith.index_cast %ldb : index to i32
+  %ldc32 = arith.index_cast %ldc : index to i32
+  llvm.store %m32, %p_m : i32, !llvm.ptr
+  llvm.store %n32, %p_n : i32, !llvm.ptr
+  llvm.store %k32, %p_k : i32, !llvm.ptr
+  llvm.store %lda32, %p_lda : i32, !llvm.ptr
+  llvm.store %ldb32, %p_ldb : i32, !llvm.ptr
+  llvm.store %ldc32, %p_ldc : i32, !llvm.ptr
+  llvm.store %alpha, %p_alpha : f32, !llvm.ptr
+  llvm.store %beta, %p_beta : f32, !llvm.ptr
+  llvm.store %ta, %p_ta : i8, !llvm.ptr
+  llvm.store %tb, %p_tb : i8, !llvm.ptr
+  scf.for %b = %c0 to %batch step %c1 {
+    %ea = arith.muli %b, %sa : index
+    %eb = arith.muli %b, %sb : index
+    %ec = arith.muli %b, %sc : index
+    %ba = arith.muli %ea, %c4 : index
+    %bb = arith.muli %eb, %c4 : index
+    %bc = arith.muli %ec, %c4 : index
+    %aa = arith.addi %pa, %ba : index
+    %ab = arith.addi %pb, %bb : index
+    %ac = arith.addi %pc, %bc : index
+    %ia = arith.index_cast %aa : index to i64
+    %ib = arith.index_cast %ab : index to i64
+    %ic = arith.index_cast %ac : index to i64
+    %A = llvm.inttoptr %ia : i64 to !llvm.ptr
+    %B = llvm.inttoptr %ib : i64 to !llvm.ptr
+    %C = llvm.inttoptr %ic : i64 to !llvm.ptr
+    llvm.call @sgemm_(%p_tb, %p_ta, %p_n, %p_m, %p_k, %p_alpha, %B, %p_ldb, %A, %p_lda,
+                      %p_beta, %C, %p_ldc)
+        : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr,
+           !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+  }
+  return
+}
+"""
+
+_NO_TRANS, _TRANS = ord("N"), ord("T")
+
+
+def _is_unit_inner(value):
+    strides, _ = ir.MemRefType(value.type).get_strides_and_offset()
+    return strides[-1] == 1
+
+
+def _matmul_operands(op):
+    """(A, B, C, transA, transB, batched) for a supported op, else None."""
+    name = op.name
+    if name not in ("linalg.matmul", "linalg.batch_matmul"):
+        return None
+    a, b, c = list(op.operands)[:3]
+    if any(not str(v.type).startswith("memref<") for v in (a, b, c)):
+        return None
+    if any(ir.MemRefType(v.type).element_type != ir.F32Type.get() for v in (a, b, c)):
+        return None
+    trans_a = trans_b = False
+    if "indexing_maps" in op.attributes:
+        maps = [str(m) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        batched = name == "linalg.batch_matmul"
+        dims = "(d0, d1, d2, d3)" if batched else "(d0, d1, d2)"
+        std_b = "(d0, d3, d2)" if batched else "(d2, d1)"
+        tr_b = "(d0, d2, d3)" if batched else "(d1, d2)"
+        std_a = "(d0, d1, d3)" if batched else "(d0, d2)"
+        tr_a = "(d0, d3, d1)" if batched else "(d2, d0)"
+        if dims not in maps[0]:
+            return None
+        if maps[0].endswith(tr_a + ">"):
+            trans_a = True
+        elif not maps[0].endswith(std_a + ">"):
+            return None
+        if maps[1].endswith(tr_b + ">"):
+            trans_b = True
+        elif not maps[1].endswith(std_b + ">"):
+            return None
+    if not all(_is_unit_inner(v) for v in (a, b, c)):
+        return None
+    return a, b, c, trans_a, trans_b, name == "linalg.batch_matmul"
+
+
+def _ensure_helper(module_op):
+    body = module_op.regions[0].blocks[0]
+    for o in body.operations:
+        if o.name == "func.func" and ir.StringAttr(o.attributes["sym_name"]).value == HELPER:
+            return
+    helper = ir.Module.parse(_HELPER_IR, module_op.context)
+    first = list(body.operations)[0].operation
+    for o in list(helper.body.operations):
+        o.operation.move_before(first)
+
+
+def _emit_call(op, a, b, c, trans_a, trans_b, batched):
+    index = ir.IndexType.get()
+    i8 = ir.IntegerType.get_signless(8)
+    with ir.InsertionPoint(op), op.location:
+        def meta(v):
+            t = ir.MemRefType(v.type)
+            rank = t.rank
+            md = memref.ExtractStridedMetadataOp(v)
+            offset = md.results[1]
+            sizes = list(md.results[2:2 + rank])
+            strides = list(md.results[2 + rank:2 + 2 * rank])
+            ptr = memref.ExtractAlignedPointerAsIndexOp(v).result
+            four = arith.ConstantOp(index, 4).result
+            addr = arith.AddIOp(ptr, arith.MulIOp(offset, four).result).result
+            return addr, sizes, strides
+
+        pa, sa_sizes, sa_strides = meta(a)
+        pb, sb_sizes, sb_strides = meta(b)
+        pc, sc_sizes, sc_strides = meta(c)
+        m, n = sc_sizes[-2], sc_sizes[-1]
+        k = sa_sizes[-2] if trans_a else sa_sizes[-1]
+        one = arith.ConstantOp(index, 1).result
+        zero = arith.ConstantOp(index, 0).result
+        batch = sc_sizes[0] if batched else one
+
+        def bstride(strides):
+            return strides[0] if batched else zero
+
+        args = [batch, m, n, k,
+                pa, bstride(sa_strides), sa_strides[-2],
+                arith.ConstantOp(i8, _TRANS if trans_a else _NO_TRANS).result,
+                pb, bstride(sb_strides), sb_strides[-2],
+                arith.ConstantOp(i8, _TRANS if trans_b else _NO_TRANS).result,
+                pc, bstride(sc_strides), sc_strides[-2]]
+        func.CallOp([], ir.FlatSymbolRefAttr.get(HELPER), args)
+    op.erase()
+
+
+def matmul_to_blas(module_op, pass_=None):
+    found = []
+
+    def visit(o):
+        if o.name in ("linalg.matmul", "linalg.batch_matmul"):
+            found.append(o.operation)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    rewrites = [(o, _matmul_operands(o)) for o in found]
+    rewrites = [(o, r) for o, r in rewrites if r is not None]
+    if not rewrites:
+        return
+    _ensure_helper(module_op)
+    for o, r in rewrites:
+        _emit_call(o, *r)

@@ -1,0 +1,55 @@
+"""JIT an LLVM-dialect module with the MLIR ExecutionEngine and hand back a raw C function."""
+import ctypes
+import os
+import threading
+
+import torch
+from torch_mlir.execution_engine import ExecutionEngine
+
+from .blas import BLAS_SYMBOL
+
+_libtorch_cpu = None
+
+
+def _blas_address():
+    """Address of `sgemm_` in the MKL inside libtorch_cpu (already loaded by torch)."""
+    global _libtorch_cpu
+    if _libtorch_cpu is None:
+        path = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+        _libtorch_cpu = ctypes.CDLL(path)
+    return ctypes.cast(getattr(_libtorch_cpu, BLAS_SYMBOL), ctypes.c_void_p)
+
+
+class JitKernel:
+    """A compiled entry function taking one bare pointer per tensor (inputs, then outputs).
+
+    The engine exposes the packed wrapper `_mlir_<entry>(void **args)`, args[i] pointing
+    at argument i; the argument slots are allocated once and refilled on each call.
+    """
+
+    def __init__(self, module, entry, num_args, opt_level=3):
+        self.engine = ExecutionEngine(module, opt_level=opt_level)
+        if _declares(module, BLAS_SYMBOL):
+            self.engine.raw_register_runtime(BLAS_SYMBOL, _blas_address())
+        address = self.engine.raw_lookup(entry)
+        if not address:
+            raise RuntimeError(f"JIT: entry function '{entry}' not found")
+        self._packed_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+        self._slots = (ctypes.c_void_p * num_args)()
+        base = ctypes.addressof(self._slots)
+        size = ctypes.sizeof(ctypes.c_void_p)
+        self._packed = (ctypes.c_void_p * num_args)(*[base + i * size for i in range(num_args)])
+        self._lock = threading.Lock()
+        self.num_args = num_args
+
+    def fn(self, *pointers):
+        with self._lock:  # the slots are shared; one call at a time
+            self._slots[:] = pointers
+            self._packed_fn(self._packed)
+
+
+def _declares(module, symbol):
+    for op in module.body.operations:
+        if "sym_name" in op.attributes and str(op.attributes["sym_name"]).strip('"') == symbol:
+            return True
+    return False

@@ -1,0 +1,42 @@
+"""The CPU lowering: linalg-on-tensors (after fusion) -> LLVM dialect."""
+from ember.compiler.passes import register_python_pass
+from ember.compiler.pipeline import run_pipeline
+from . import blas
+
+register_python_pass(blas.PASS_NAME, blas.matmul_to_blas,
+                     "f32 linalg.matmul/batch_matmul on memrefs -> host BLAS sgemm call")
+
+BUFFERIZE = [
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
+    # The runtime allocates outputs with torch: results become trailing out-params.
+    "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
+    "canonicalize",
+    "buffer-deallocation-pipeline",
+]
+
+TO_LLVM = [
+    blas.PASS_NAME,
+    # Plain loops with static bounds: LLVM's vectorizer (O3, host CPU) widens them.
+    "func.func(convert-linalg-to-affine-loops)",
+    "lower-affine",
+    "convert-scf-to-cf",
+    "expand-strided-metadata",
+    "lower-affine",
+    "func.func(math-expand-ops)",
+    "finalize-memref-to-llvm",
+    "convert-math-to-llvm",
+    "convert-math-to-libm",
+    "convert-arith-to-llvm",
+    "convert-index-to-llvm",
+    # Static shapes + identity layouts: a bare pointer per tensor is the whole ABI.
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true}",
+    "convert-cf-to-llvm",
+    "reconcile-unrealized-casts",
+]
+
+CPU_LOWERING = BUFFERIZE + TO_LLVM
+
+
+def lower_to_llvm(module, *, print_ir_after_all=False):
+    return run_pipeline(module, CPU_LOWERING, print_ir_after_all=print_ir_after_all,
+                        stage="cpu-lowering")
