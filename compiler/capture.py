@@ -14,8 +14,6 @@ _EXTRA = [
     aten._native_batch_norm_legit,
     aten._native_batch_norm_legit_functional,
     aten.native_batch_norm,
-    aten.native_layer_norm,
-    aten.native_group_norm,
     aten.gelu,
     aten._softmax,
     aten._log_softmax,
@@ -52,7 +50,15 @@ _EXTRA = [
 ]
 
 
+# torch's decompositions of these emit prims (broadcast_in_dim) that torch-mlir cannot
+# take; torch-mlir decomposes the ATen ops itself.
+_KEEP = [aten.native_layer_norm, aten.native_group_norm]
+
+
 def decomposition_table():
     table = dict(_torch_mlir_table())
     table.update(get_decompositions(_EXTRA))
+    for op in _KEEP:
+        for overload in op.overloads():
+            table.pop(getattr(op, overload), None)
     return table

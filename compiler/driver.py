@@ -1,5 +1,6 @@
 """Compile one functionalized ATen FX graph into a runtime CompiledGraph."""
 import logging
+import os
 import time
 
 import torch
@@ -12,6 +13,19 @@ from .fusion import fuse
 from .pipeline import PipelineError
 
 log = logging.getLogger("ember")
+_DUMP_DIR = os.environ.get("EMBER_DUMP_DIR")
+_dump_count = [0]
+
+
+def _dump(module, stage):
+    """With EMBER_DUMP_DIR set, keep each graph's IR at `stage` for ember-opt."""
+    if _DUMP_DIR:
+        os.makedirs(_DUMP_DIR, exist_ok=True)
+        _dump_count[0] += 1
+        path = os.path.join(_DUMP_DIR, f"graph{_dump_count[0]:03d}.{stage}.mlir")
+        with open(path, "w") as f:
+            f.write(str(module))
+        log.info("ember: wrote %s", path)
 
 
 def _output_specs(gm):
@@ -35,6 +49,7 @@ def _build(gm, input_specs, stats):
     stats = {} if stats is None else stats
     t0 = time.perf_counter()
     module = importer.import_to_linalg(gm)
+    _dump(module, "linalg")
     t1 = time.perf_counter()
     output_specs = _output_specs(gm)
     try:

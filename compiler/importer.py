@@ -7,6 +7,9 @@ import re
 
 import torch
 from torch_mlir import fx as torch_mlir_fx
+from torch_mlir import ir
+from torch_mlir.dialects import torch as torch_d
+from torch_mlir.extras.fx_importer import FxImporter
 
 from ember.errors import EmberUnsupportedError
 
@@ -55,11 +58,11 @@ def unsupported_from_message(gm, message):
     return EmberUnsupportedError("the graph", "", _first_line(message))
 
 
-def _first_line(message):
-    for line in message.splitlines():
-        if "error" in line.lower() or "fail" in line.lower():
-            return line.strip()[:300]
-    return message.strip().splitlines()[0][:300] if message.strip() else ""
+def _first_line(message, max_lines=12):
+    """The informative head of a diagnostic: from the first error line, a few lines."""
+    lines = [l.rstrip() for l in message.strip().splitlines() if l.strip()]
+    start = next((i for i, l in enumerate(lines) if "error" in l.lower()), 0)
+    return "\n".join(l[:300] for l in lines[start:start + max_lines])
 
 
 def check_graph_is_importable(gm):
@@ -91,8 +94,48 @@ def check_graph_is_importable(gm):
 def import_to_linalg(gm):
     """Return an MLIR module (linalg-on-tensors) with function @forward."""
     check_graph_is_importable(gm)
+    context = ir.Context()
+    torch_d.register_dialect(context)
+    diagnostics = []
+
+    def handler(d):
+        diagnostics.append(d.message)
+        return True  # keep torch-mlir's errors off the user's terminal
+
+    handle = context.attach_diagnostic_handler(handler)
     try:
-        return torch_mlir_fx.stateless_fx_import(gm, output_type="linalg-on-tensors",
-                                                 model_name=ENTRY)
+        module = torch_mlir_fx.stateless_fx_import(
+            gm, output_type="linalg-on-tensors", model_name=ENTRY,
+            fx_importer=FxImporter(context=context))
     except Exception as exc:  # torch-mlir raises several types; all mean 'cannot lower'
-        raise unsupported_from_message(gm, f"{type(exc).__name__}: {exc}") from None
+        raise unsupported_from_message(gm, "\n".join(diagnostics) + f"\n{exc}") from None
+    finally:
+        handle.detach()
+    check_lowerable(gm, module)
+    return module
+
+
+# Ops torch-mlir leaves outside linalg (its TMTensor dialect), by the ATen op behind them.
+_TM_TENSOR_SOURCES = {
+    "tm_tensor.scan": "aten.cumsum", "tm_tensor.sort": "aten.sort", "tm_tensor.topk": "aten.topk",
+    "tm_tensor.scatter": "aten.scatter", "tm_tensor.attention": "aten.scaled_dot_product_attention",
+}
+
+
+def check_lowerable(gm, module):
+    """Raise for ops the linalg pipeline cannot bufferize and lower."""
+    found = []
+
+    def visit(o):
+        if o.name.startswith(("tm_tensor.", "torch.", "torch_c.")):
+            found.append(o.name)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if found:
+        # The walk visits nested ops first: name the op that stands for the ATen op.
+        found.sort(key=lambda n: (n not in _TM_TENSOR_SOURCES, n.endswith("yield")))
+        op = _TM_TENSOR_SOURCES.get(found[0], found[0])
+        node = find_node(gm, op)
+        raise EmberUnsupportedError(op, node_input_shapes(node) if node is not None else "",
+                                    f"lowers to {found[0]}, which ember's CPU pipeline lacks")

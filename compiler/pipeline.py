@@ -93,6 +93,10 @@ def run_pipeline(module, elements, *, print_ir_after_all=False, stage="pipeline"
                     if e in PYTHON_PASSES:
                         # Called directly so that a Python error keeps its traceback.
                         PYTHON_PASSES[e](module.operation, None)
+                        try:
+                            module.operation.verify()
+                        except Exception as exc:
+                            raise PipelineError(e, "produced invalid IR: " + "\n".join(diagnostics + [str(exc)])) from None
                         continue
                     try:
                         _pass_manager([e]).run(module.operation)

@@ -1,10 +1,12 @@
 """The CPU lowering: linalg-on-tensors (after fusion) -> LLVM dialect."""
 from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
-from . import blas
+from . import blas, memref_copy
 
 register_python_pass(blas.PASS_NAME, blas.matmul_to_blas,
                      "f32 linalg.matmul/batch_matmul on memrefs -> host BLAS sgemm call")
+register_python_pass(memref_copy.PASS_NAME, memref_copy.memref_copy_to_linalg,
+                     "memref.copy -> linalg.copy (loops instead of a runtime call)")
 
 BUFFERIZE = [
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
@@ -16,6 +18,7 @@ BUFFERIZE = [
 
 TO_LLVM = [
     blas.PASS_NAME,
+    memref_copy.PASS_NAME,
     # Plain loops with static bounds: LLVM's vectorizer (O3, host CPU) widens them.
     "func.func(convert-linalg-to-affine-loops)",
     "lower-affine",

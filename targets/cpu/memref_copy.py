@@ -1,0 +1,25 @@
+"""ember-memref-copy-to-linalg: `memref.copy` -> `linalg.copy`, so copies become loops.
+
+Lowered as is, a copy between non-identity layouts calls `memrefCopy` from MLIR's C
+runner library, which the JIT does not have; as linalg it is an ordinary loop nest.
+"""
+from torch_mlir import ir
+from torch_mlir.dialects import linalg
+
+PASS_NAME = "ember-memref-copy-to-linalg"
+
+
+def memref_copy_to_linalg(module_op, pass_=None):
+    copies = []
+
+    def visit(o):
+        if o.name == "memref.copy":
+            copies.append(o.operation)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    for c in copies:
+        src, dst = c.operands
+        with ir.InsertionPoint(c), c.location:
+            linalg.copy(src, outs=[dst])
+        c.erase()

@@ -1,0 +1,49 @@
+"""An op ember cannot lower: eager fallback with one warning, or a clear error when strict."""
+import warnings
+
+import pytest
+import torch
+
+import ember
+from ember.backend import _warned
+
+
+def unsupported(x):
+    return torch.cumsum(x * 2, dim=1) + 1  # cumsum lowers to tm_tensor.scan: not ours yet
+
+
+def test_fallback_warns_once_and_is_correct(monkeypatch):
+    monkeypatch.delenv("EMBER_STRICT", raising=False)
+    _warned.clear()
+    fast = ember.compile(unsupported)
+    x = torch.randn(4, 8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = fast(x)
+        second = fast(x)
+        third = ember.compile(unsupported)(torch.randn(4, 8))
+    ours = [w for w in caught if "ember" in str(w.message)]
+    assert len(ours) == 1, [str(w.message) for w in ours]
+    assert "aten.cumsum" in str(ours[0].message)
+    assert "(4, 8)" in str(ours[0].message)
+    torch.testing.assert_close(first, unsupported(x))
+    torch.testing.assert_close(second, unsupported(x))
+    assert third.shape == (4, 8)
+
+
+def test_strict_option_raises_naming_op():
+    fast = ember.compile(unsupported, options={"fallback": False})
+    with pytest.raises(Exception, match=r"aten\.cumsum.*\(4, 8\)"):
+        fast(torch.randn(4, 8))
+
+
+def test_strict_env_raises(monkeypatch):
+    monkeypatch.setenv("EMBER_STRICT", "1")
+    fast = torch.compile(unsupported, backend="ember")
+    with pytest.raises(Exception, match=r"ember cannot lower aten\.cumsum"):
+        fast(torch.randn(4, 8))
+
+
+def test_unknown_option_is_rejected():
+    with pytest.raises(ValueError, match="unknown option"):
+        ember.compile(unsupported, options={"fallbak": False})
