@@ -55,10 +55,29 @@ _EXTRA = [
 _KEEP = [aten.native_layer_norm, aten.native_group_norm]
 
 
+def _cumsum(x, dim, *, dtype=None):
+    """cumsum as a masked sum: y[..., i] = sum_j x[..., j] * (j <= i).
+
+    torch-mlir lowers cumsum to a TMTensor scan that our linalg pipeline cannot take;
+    this form is plain broadcast + reduction (quadratic in the scanned size, which is
+    fine for the mask/position computations where models use it)."""
+    if dtype is None:
+        dtype = torch.int64 if not x.dtype.is_floating_point else x.dtype
+    dim = dim % max(x.dim(), 1)
+    if x.dim() == 0:
+        return x.to(dtype)
+    n = x.shape[dim]
+    moved = x.to(dtype).movedim(dim, -1).unsqueeze(-2)  # (..., 1, n)
+    idx = torch.arange(n, device=x.device)
+    mask = (idx.unsqueeze(0) <= idx.unsqueeze(1)).to(dtype)  # [i, j] = j <= i
+    return (moved * mask).sum(-1).movedim(-1, dim)
+
+
 def decomposition_table():
     table = dict(_torch_mlir_table())
     table.update(get_decompositions(_EXTRA))
     for op in _KEEP:
         for overload in op.overloads():
             table.pop(getattr(op, overload), None)
+    table[aten.cumsum.default] = _cumsum
     return table

@@ -3,7 +3,6 @@ import ctypes
 import os
 import threading
 
-import torch
 from torch_mlir.execution_engine import ExecutionEngine
 
 from .blas import BLAS_SYMBOL
@@ -15,6 +14,8 @@ def _blas_address():
     """Address of `sgemm_` in the MKL inside libtorch_cpu (already loaded by torch)."""
     global _libtorch_cpu
     if _libtorch_cpu is None:
+        import torch
+
         path = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
         _libtorch_cpu = ctypes.CDLL(path)
     return ctypes.cast(getattr(_libtorch_cpu, BLAS_SYMBOL), ctypes.c_void_p)

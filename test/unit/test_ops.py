@@ -105,6 +105,8 @@ CASES = {
     "to_int_and_back": (lambda a: (a * 10).to(torch.int64).to(torch.float32), [R(4, 8)]),
     "min_dim": (lambda a: a.min(dim=0).values, [R(4, 8)]),
     "prod": (lambda a: a.prod(dim=1), [P(4, 8)]),
+    "cumsum": (lambda a: torch.cumsum(a, dim=1), [R(4, 8)]),
+    "cumsum_bool": (lambda a: torch.cumsum(a > 0, dim=0), [R(4, 8)]),
 }
 
 

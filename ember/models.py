@@ -1,0 +1,86 @@
+"""Real models written by others (HuggingFace transformers), built from small configs with
+random weights (no download): used by the tests, the benchmark and the demo."""
+import torch
+
+
+def _hf():
+    import transformers
+    return transformers
+
+
+def _ids(batch, seq, vocab):
+    g = torch.Generator().manual_seed(0)
+    return torch.randint(0, vocab, (batch, seq), generator=g)
+
+
+def _img(batch, channels, size):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(batch, channels, size, size, generator=g)
+
+
+def build(name, scale="small", batch=2):
+    """Return (model in eval mode, example inputs tuple) for model `name`."""
+    t = _hf()
+    big = scale == "bench"
+    hidden = 256 if big else 32
+    layers = 4 if big else 2
+    heads = 4
+    seq = 128 if big else 16
+    vocab = 1000 if big else 100
+    inter = hidden * 4
+    if name == "bert":
+        cfg = t.BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                           num_attention_heads=heads, intermediate_size=inter,
+                           max_position_embeddings=512)
+        return t.BertModel(cfg, add_pooling_layer=False), (_ids(batch, seq, vocab),)
+    if name == "distilbert":
+        cfg = t.DistilBertConfig(vocab_size=vocab, dim=hidden, n_layers=layers, n_heads=heads,
+                                 hidden_dim=inter, max_position_embeddings=512)
+        return t.DistilBertModel(cfg), (_ids(batch, seq, vocab),)
+    if name == "gpt2":
+        cfg = t.GPT2Config(vocab_size=vocab, n_embd=hidden, n_layer=layers, n_head=heads,
+                           n_positions=512, use_cache=False)
+        return t.GPT2Model(cfg), (_ids(batch, seq, vocab),)
+    if name == "llama":
+        cfg = t.LlamaConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                            num_attention_heads=heads, num_key_value_heads=heads // 2,
+                            intermediate_size=inter, max_position_embeddings=512,
+                            use_cache=False)
+        return t.LlamaModel(cfg), (_ids(batch, seq, vocab),)
+    if name == "t5-encoder":
+        cfg = t.T5Config(vocab_size=vocab, d_model=hidden, d_kv=hidden // heads, d_ff=inter,
+                         num_layers=layers, num_heads=heads, use_cache=False)
+        return t.T5EncoderModel(cfg), (_ids(batch, seq, vocab),)
+    if name == "vit":
+        size = 64 if big else 32
+        cfg = t.ViTConfig(image_size=size, patch_size=8, num_channels=3, hidden_size=hidden,
+                          num_hidden_layers=layers, num_attention_heads=heads,
+                          intermediate_size=inter)
+        return t.ViTModel(cfg, add_pooling_layer=False), (_img(batch, 3, size),)
+    if name == "resnet":
+        cfg = t.ResNetConfig(num_channels=3, embedding_size=32 if big else 8,
+                             hidden_sizes=[32, 64, 128, 256] if big else [8, 16, 16, 32],
+                             depths=[1, 1, 1, 1], layer_type="basic")
+        return t.ResNetModel(cfg), (_img(batch, 3, 64 if big else 32),)
+    if name == "convnext":
+        cfg = t.ConvNextConfig(num_channels=3, hidden_sizes=[32, 64, 128, 256] if big else [8, 16, 16, 32],
+                               depths=[1, 1, 1, 1], patch_size=4)
+        return t.ConvNextModel(cfg), (_img(batch, 3, 64 if big else 32),)
+    if name == "mobilenetv2":
+        cfg = t.MobileNetV2Config(num_channels=3, image_size=64 if big else 32,
+                                  depth_multiplier=0.5 if big else 0.25)
+        return t.MobileNetV2Model(cfg), (_img(batch, 3, 64 if big else 32),)
+    raise KeyError(f"unknown model {name!r}; known: {MODEL_NAMES}")
+
+
+MODEL_NAMES = ["bert", "gpt2", "llama", "t5-encoder", "vit", "resnet", "convnext",
+               "distilbert", "mobilenetv2"]
+
+
+def first_tensor(output):
+    """The main tensor of a HF model output (last_hidden_state) or a plain tensor."""
+    if isinstance(output, torch.Tensor):
+        return output
+    if hasattr(output, "last_hidden_state"):
+        return output.last_hidden_state
+    return output[0]
