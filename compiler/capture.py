@@ -7,6 +7,8 @@ import torch
 from torch._decomp import get_decompositions
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table as _torch_mlir_table
 
+from .conv_decomposition import convolution
+
 aten = torch.ops.aten
 
 _EXTRA = [
@@ -80,4 +82,5 @@ def decomposition_table():
         for overload in op.overloads():
             table.pop(getattr(op, overload), None)
     table[aten.cumsum.default] = _cumsum
+    table[aten.convolution.default] = convolution
     return table

@@ -4,7 +4,7 @@ from torch_mlir import ir
 from ember.dialects.fusion import GROUP_OP_NAME
 from .pipeline import run_pipeline
 
-FORM_GROUPS = ["canonicalize", "ember-form-fusion-groups"]
+FORM_GROUPS = ["canonicalize", "ember-fold-transpose-into-matmul", "ember-form-fusion-groups"]
 LOWER_GROUPS = ["ember-lower-fusion-groups", "canonicalize"]
 
 

@@ -1,8 +1,9 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
-from . import form_fusion_groups, inline_fusion_groups
+from . import fold_transpose_into_matmul, form_fusion_groups, inline_fusion_groups
 
 # name -> callable(op, pass) run on the top-level module.
 PYTHON_PASSES = {
+    fold_transpose_into_matmul.PASS_NAME: fold_transpose_into_matmul.fold_transpose_into_matmul,
     form_fusion_groups.PASS_NAME: form_fusion_groups.form_fusion_groups,
     inline_fusion_groups.PASS_NAME: inline_fusion_groups.inline_fusion_groups,
 }
@@ -18,6 +19,7 @@ PIPELINE_ALIASES = {
 }
 
 PASS_DESCRIPTIONS = {
+    fold_transpose_into_matmul.PASS_NAME: "matmul(A, transpose(B)) -> matmul with a transposed map",
     form_fusion_groups.PASS_NAME: "group linalg ops into ember_fusion.group kernels",
     inline_fusion_groups.PASS_NAME: "dissolve ember_fusion.group ops into their parent",
     "ember-lower-fusion-groups": "fuse each group into one loop nest, then dissolve it",

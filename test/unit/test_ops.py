@@ -18,6 +18,10 @@ with torch.no_grad():
 _conv = torch.nn.Conv2d(3, 8, 3, padding=1)
 _conv_s2 = torch.nn.Conv2d(4, 6, 3, stride=2, padding=1, bias=False)
 _dwconv = torch.nn.Conv2d(6, 6, 3, padding=1, groups=6)
+_conv1x1 = torch.nn.Conv2d(4, 8, 1)
+_conv_dil = torch.nn.Conv2d(3, 4, 3, padding=2, dilation=2)
+_conv_grouped = torch.nn.Conv2d(4, 6, 3, groups=2)  # keeps torch-mlir's own lowering
+_dwconv7 = torch.nn.Conv2d(8, 8, 7, padding=3, groups=8)
 _ln = torch.nn.LayerNorm(16)
 _gn = torch.nn.GroupNorm(2, 4)
 _emb = torch.nn.Embedding(20, 8)
@@ -78,6 +82,10 @@ CASES = {
     "conv2d": (_conv, [R(2, 3, 8, 8)]),
     "conv2d_stride": (_conv_s2, [R(2, 4, 9, 9)]),
     "conv2d_depthwise": (_dwconv, [R(1, 6, 8, 8)]),
+    "conv2d_depthwise_7x7": (_dwconv7, [R(2, 8, 9, 9)]),
+    "conv2d_1x1": (_conv1x1, [R(2, 4, 5, 5)]),
+    "conv2d_dilated": (_conv_dil, [R(1, 3, 9, 9)]),
+    "conv2d_grouped": (_conv_grouped, [R(1, 4, 7, 7)]),
     "batch_norm": (_bn, [R(2, 4, 5, 5)]),
     "layer_norm": (_ln, [R(3, 5, 16)]),
     "group_norm": (_gn, [R(2, 4, 3, 3)]),

@@ -1,0 +1,48 @@
+"""aten.convolution (2-D) as ops that reach fast kernels:
+  * groups == 1: im2col by strided slices, then one GEMM (the BLAS path);
+  * depthwise (groups == C_in == C_out): a sum of shifted slices times per-channel
+    weights, an elementwise chain that fuses into one kernel.
+Anything else (transposed, other group counts, 1-D/3-D) keeps torch-mlir's lowering.
+"""
+import torch
+import torch.nn.functional as F
+
+aten = torch.ops.aten
+
+
+def _shifted_slices(xp, kh, kw, oh, ow, stride, dilation):
+    sh, sw = stride
+    dh, dw = dilation
+    for i in range(kh):
+        for j in range(kw):
+            yield xp[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh,
+                     j * dw: j * dw + sw * (ow - 1) + 1: sw]
+
+
+def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    if transposed or x.dim() != 4 or len(stride) != 2:
+        return NotImplemented
+    n, c, h, w = x.shape
+    f, cg, kh, kw = weight.shape
+    ph, pw = padding
+    oh = (h + 2 * ph - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (w + 2 * pw - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    xp = F.pad(x, (pw, pw, ph, ph)) if ph or pw else x
+    if groups == 1:
+        if kh == kw == 1 and tuple(stride) == (1, 1) and not (ph or pw):
+            cols = x.reshape(n, c, h * w)  # pointwise conv: already a GEMM operand
+        else:
+            patches = torch.stack(list(_shifted_slices(xp, kh, kw, oh, ow, stride, dilation)), dim=2)
+            cols = patches.reshape(n, c * kh * kw, oh * ow)  # (c, kh*kw) order = weight's
+        out = torch.matmul(weight.reshape(f, c * kh * kw), cols)
+    elif groups == c and cg == 1 and f == c:
+        out = None
+        for k, sl in enumerate(_shifted_slices(xp, kh, kw, oh, ow, stride, dilation)):
+            term = sl * weight[:, 0, k // kw, k % kw].reshape(1, c, 1, 1)
+            out = term if out is None else out + term
+        out = out.reshape(n, f, oh * ow)
+    else:
+        return NotImplemented
+    if bias is not None:
+        out = out + bias.reshape(1, f, 1)
+    return out.reshape(n, f, oh, ow)
