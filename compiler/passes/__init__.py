@@ -5,6 +5,7 @@ from . import fold_transpose_into_matmul, form_fusion_groups, inline_fusion_grou
 PYTHON_PASSES = {
     fold_transpose_into_matmul.PASS_NAME: fold_transpose_into_matmul.fold_transpose_into_matmul,
     form_fusion_groups.PASS_NAME: form_fusion_groups.form_fusion_groups,
+    form_fusion_groups.ISOLATE_PASS_NAME: form_fusion_groups.isolate_named_contractions,
     inline_fusion_groups.PASS_NAME: inline_fusion_groups.inline_fusion_groups,
 }
 
@@ -13,6 +14,7 @@ PIPELINE_ALIASES = {
     # Turn each group into one loop nest: fuse its linalg ops (block arguments stop fusion
     # at the group boundary), then dissolve the group.
     "ember-lower-fusion-groups": [
+        form_fusion_groups.ISOLATE_PASS_NAME,
         "func.func(linalg-fuse-elementwise-ops)",
         inline_fusion_groups.PASS_NAME,
     ],
@@ -21,6 +23,7 @@ PIPELINE_ALIASES = {
 PASS_DESCRIPTIONS = {
     fold_transpose_into_matmul.PASS_NAME: "matmul(A, transpose(B)) -> matmul with a transposed map",
     form_fusion_groups.PASS_NAME: "group linalg ops into ember_fusion.group kernels",
+    form_fusion_groups.ISOLATE_PASS_NAME: "nest each named contraction in its own group",
     inline_fusion_groups.PASS_NAME: "dissolve ember_fusion.group ops into their parent",
     "ember-lower-fusion-groups": "fuse each group into one loop nest, then dissolve it",
 }

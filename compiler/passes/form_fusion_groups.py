@@ -17,6 +17,7 @@ from ember.dialects.fusion import GroupOp, YieldOp, GROUP_OP_NAME
 from .linalg_queries import classify, OpClass, is_clonable_into_group
 
 PASS_NAME = "ember-form-fusion-groups"
+ISOLATE_PASS_NAME = "ember-isolate-contractions"
 
 
 class _UnionFind:
@@ -201,3 +202,25 @@ def form_fusion_groups(op, pass_=None):
         kinds = [_group_kind(members, classes) for members in plans]
         for members, kind in zip(plans, kinds):
             _build_group(members, kind)
+
+
+def isolate_named_contractions(op, pass_=None):
+    """ember-isolate-contractions: wrap every named contraction / convolution / pooling
+    op (with its init fill) in a nested group of its own. linalg's elementwise fusion
+    also propagates reshapes, and would otherwise generalise a named matmul into a
+    generic that no longer reaches the BLAS lowering."""
+    anchors = []
+
+    def visit(o):
+        if classify(o) == OpClass.ANCHOR and o.name != "linalg.generic":
+            anchors.append(o.operation)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    for a in anchors:
+        # A reshape feeding the contraction would be propagated into it as well: fence it.
+        for v in a.operands:
+            d = _defining_op(v)
+            if d is not None and d.name in ("tensor.collapse_shape", "tensor.expand_shape"):
+                _build_group([d], "reshape")
+        _build_group([a], "contraction")

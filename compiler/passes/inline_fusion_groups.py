@@ -34,5 +34,8 @@ def inline_group(group):
 
 
 def inline_fusion_groups(op, pass_=None):
-    for g in collect_groups(op):
-        inline_group(g)
+    groups = collect_groups(op)
+    while groups:  # groups nested in groups surface once their parent is gone
+        for g in groups:
+            inline_group(g)
+        groups = collect_groups(op)

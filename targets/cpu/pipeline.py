@@ -1,14 +1,17 @@
 """The CPU lowering: linalg-on-tensors (after fusion) -> LLVM dialect."""
 from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
-from . import blas, memref_copy
+from . import blas, memref_copy, reassociate
 
 register_python_pass(blas.PASS_NAME, blas.matmul_to_blas,
                      "f32 linalg.matmul/batch_matmul on memrefs -> host BLAS sgemm call")
+register_python_pass(reassociate.PASS_NAME, reassociate.reassociate_reductions,
+                     "mark linalg reduction combiners reassoc so LLVM vectorizes them")
 register_python_pass(memref_copy.PASS_NAME, memref_copy.memref_copy_to_linalg,
                      "memref.copy -> linalg.copy (loops instead of a runtime call)")
 
 BUFFERIZE = [
+    reassociate.PASS_NAME,
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
     # The runtime allocates outputs with torch: results become trailing out-params.
     "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",

@@ -1,0 +1,31 @@
+"""ember-reassociate-reductions: mark the combiner of each linalg reduction `reassoc`.
+
+LLVM only vectorizes a floating-point reduction loop when it may reorder the sum; eager
+PyTorch reduces in vectorized (reordered) chunks too, so results stay within fp32
+tolerance of eager while softmax / layer-norm / mean loops get SIMD.
+"""
+from torch_mlir import ir
+
+PASS_NAME = "ember-reassociate-reductions"
+_COMBINERS = ("arith.addf", "arith.mulf", "arith.maximumf", "arith.minimumf",
+              "arith.maxnumf", "arith.minnumf")
+
+
+def reassociate_reductions(module_op, pass_=None):
+    generics = []
+
+    def visit(o):
+        if o.name == "linalg.generic" and "reduction" in str(o.attributes["iterator_types"]):
+            generics.append(o.operation)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    if not generics:
+        return
+    with module_op.context:
+        flags = ir.Attribute.parse("#arith.fastmath<reassoc,contract>")
+    for g in generics:
+        body = g.regions[0].blocks[0]
+        for op in body.operations:
+            if op.name in _COMBINERS:
+                op.attributes["fastmath"] = flags
