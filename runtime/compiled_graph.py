@@ -21,21 +21,12 @@ class TensorSpec:
 
 
 class CompiledGraph:
-    def __init__(self, kernel, input_specs, output_specs, output_alias=None):
+    def __init__(self, kernel, input_specs, output_specs):
         self.kernel = kernel            # keeps the engine alive
         self._fn = kernel.fn
         self.input_specs = tuple(input_specs)
         self.output_specs = tuple(output_specs)
-        # output index -> input index, for outputs that are an input returned unchanged.
-        self.output_alias = dict(output_alias or {})
         self._out_shapes = [(s.shape, s.dtype) for s in self.output_specs]
-
-    def check_inputs(self, args):
-        for i, (a, spec) in enumerate(zip(args, self.input_specs)):
-            if tuple(a.shape) != spec.shape or a.dtype != spec.dtype:
-                raise ValueError(
-                    f"ember: input {i} has shape {tuple(a.shape)} {a.dtype}, the kernel was "
-                    f"compiled for {spec.shape} {spec.dtype}")
 
     def __call__(self, *args):
         ins = [a if a.is_contiguous() else a.contiguous() for a in args]
