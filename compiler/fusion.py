@@ -1,6 +1,5 @@
 """The target-independent fusion stage and a kernel count for tests and tools."""
-from torch_mlir import ir
-
+from .ir_walk import collect
 from ember.dialects.fusion import GROUP_OP_NAME
 from .pipeline import run_pipeline
 
@@ -9,15 +8,7 @@ LOWER_GROUPS = ["ember-lower-fusion-groups", "canonicalize"]
 
 
 def count_ops(module, predicate):
-    n = [0]
-
-    def visit(o):
-        if predicate(o):
-            n[0] += 1
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return n[0]
+    return len(collect(module.operation, predicate))
 
 
 def count_groups(module):

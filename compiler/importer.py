@@ -12,6 +12,7 @@ from torch_mlir.dialects import torch as torch_d
 from torch_mlir.extras.fx_importer import FxImporter
 
 from ember.errors import EmberUnsupportedError
+from .ir_walk import collect
 
 ENTRY = "forward"
 _SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.bool,
@@ -124,14 +125,8 @@ _TM_TENSOR_SOURCES = {
 
 def check_lowerable(gm, module):
     """Raise for ops the linalg pipeline cannot bufferize and lower."""
-    found = []
-
-    def visit(o):
-        if o.name.startswith(("tm_tensor.", "torch.", "torch_c.")):
-            found.append(o.name)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    found = [o.name for o in collect(module.operation,
+                                     lambda o: o.name.startswith(("tm_tensor.", "torch.", "torch_c.")))]
     if found:
         # The walk visits nested ops first: name the op that stands for the ATen op.
         found.sort(key=lambda n: (n not in _TM_TENSOR_SOURCES, n.endswith("yield")))

@@ -4,6 +4,8 @@ its weight; attention has one on K). The BLAS lowering turns the map into a tran
 """
 from torch_mlir import ir
 
+from ember.compiler.ir_walk import collect
+
 PASS_NAME = "ember-fold-transpose-into-matmul"
 
 # op name -> (permutation that swaps the two matrix dims, maps with B transposed)
@@ -22,14 +24,7 @@ def _permutation(op):
 
 
 def fold_transpose_into_matmul(module_op, pass_=None):
-    candidates = []
-
-    def visit(o):
-        if o.name in _RULES and "indexing_maps" not in _custom_maps(o):
-            candidates.append(o.operation)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
+    candidates = collect(module_op, lambda o: o.name in _RULES and not _custom_maps(o))
     for mm in candidates:
         perm, maps = _RULES[mm.name]
         b = mm.operands[1]

@@ -7,12 +7,13 @@ Works on linalg-on-tensors. Every compute op (linalg.*) ends up in exactly one
   * anchor (matmul/conv/reduction) -> elementwise, once per group
                                          (bias / activation epilogues)
 Two anchors never share a group. `tensor.empty`, `linalg.fill` and scalar constants
-feeding a group are cloned into it. A group is placed at its last member; members that
-would break dominance there, or whose outside-used result has another type than the
-group's main output (see the dialect), become groups of their own.
+feeding a group are cloned into it. A group is placed at its last member and has one
+output; a member whose result is also read outside the group becomes a group of its own
+(multi-output groups are future work: IRDL makes their results share one type).
 """
 from torch_mlir import ir
 
+from ember.compiler.ir_walk import collect, named
 from ember.dialects.fusion import GroupOp, YieldOp, GROUP_OP_NAME
 from .linalg_queries import classify, OpClass, is_clonable_into_group
 
@@ -91,17 +92,10 @@ def _is_reduction_generic(op):
 
 
 def _must_leave(member, member_set, last):
-    out_type = str(last.results[0].type) if len(last.results) == 1 else None
-    for res in member.results:
-        for use in res.uses:
-            user = use.owner.operation
-            if user in member_set:
-                continue
-            if user.block == last.block and user.is_before_in_block(last):
-                return True  # the group's result would not dominate this use
-            if str(res.type) != out_type:
-                return True  # results of one group share a type
-    return False
+    """A member other than the last may not be read from outside the group: a group has
+    one output (its last member), which keeps placement at the last member valid."""
+    return any(use.owner.operation not in member_set
+               for res in member.results for use in res.uses)
 
 
 def _split_members(members):
@@ -184,15 +178,7 @@ def _group_kind(members, classes):
 
 def form_fusion_groups(op, pass_=None):
     """Python pass body: `op` is the module (or a func)."""
-    funcs = []
-
-    def visit(o):
-        if o.name == "func.func":
-            funcs.append(o)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    for f in funcs:
+    for f in collect(op, named("func.func")):
         if not f.regions[0].blocks:
             continue
         block = f.regions[0].blocks[0]
@@ -209,14 +195,7 @@ def isolate_named_contractions(op, pass_=None):
     op (with its init fill) in a nested group of its own. linalg's elementwise fusion
     also propagates reshapes, and would otherwise generalise a named matmul into a
     generic that no longer reaches the BLAS lowering."""
-    anchors = []
-
-    def visit(o):
-        if classify(o) == OpClass.ANCHOR and o.name != "linalg.generic":
-            anchors.append(o.operation)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
+    anchors = collect(op, lambda o: classify(o) == OpClass.ANCHOR and o.name != "linalg.generic")
     for a in anchors:
         # A reshape feeding the contraction would be propagated into it as well: fence it.
         for v in a.operands:

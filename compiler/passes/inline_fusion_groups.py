@@ -1,24 +1,15 @@
 """ember-inline-fusion-groups: dissolve each `ember_fusion.group` after its body has been
 fused into a single loop nest; the ops move in front of the group and the group's
 results are replaced by the yielded values."""
-from torch_mlir import ir
-
+from ember.compiler.ir_walk import collect, named
 from ember.dialects.fusion import GROUP_OP_NAME
 
 PASS_NAME = "ember-inline-fusion-groups"
 
 
 def collect_groups(op):
-    groups = []
-
-    def visit(o):
-        if o.name == GROUP_OP_NAME:
-            groups.append(o.operation)
-            return ir.WalkResult.SKIP
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    return groups
+    """Outermost groups under `op`."""
+    return collect(op, named(GROUP_OP_NAME), skip_nested=True)
 
 
 def inline_group(group):

@@ -12,6 +12,8 @@ batch and calls the column-major Fortran routine with row-major operands swapped
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
 
+from ember.compiler.ir_walk import collect, named
+
 PASS_NAME = "ember-matmul-to-blas"
 HELPER = "ember_sgemm"
 BLAS_SYMBOL = "sgemm_"
@@ -172,14 +174,7 @@ def _emit_call(op, a, b, c, trans_a, trans_b, batched):
 
 
 def matmul_to_blas(module_op, pass_=None):
-    found = []
-
-    def visit(o):
-        if o.name in ("linalg.matmul", "linalg.batch_matmul"):
-            found.append(o.operation)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
+    found = collect(module_op, named("linalg.matmul", "linalg.batch_matmul"))
     rewrites = [(o, _matmul_operands(o)) for o in found]
     rewrites = [(o, r) for o, r in rewrites if r is not None]
     if not rewrites:

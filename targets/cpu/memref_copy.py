@@ -6,19 +6,13 @@ runner library, which the JIT does not have; as linalg it is an ordinary loop ne
 from torch_mlir import ir
 from torch_mlir.dialects import linalg
 
+from ember.compiler.ir_walk import collect, named
+
 PASS_NAME = "ember-memref-copy-to-linalg"
 
 
 def memref_copy_to_linalg(module_op, pass_=None):
-    copies = []
-
-    def visit(o):
-        if o.name == "memref.copy":
-            copies.append(o.operation)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
-    for c in copies:
+    for c in collect(module_op, named("memref.copy")):
         src, dst = c.operands
         with ir.InsertionPoint(c), c.location:
             linalg.copy(src, outs=[dst])

@@ -6,20 +6,16 @@ tolerance of eager while softmax / layer-norm / mean loops get SIMD.
 """
 from torch_mlir import ir
 
+from ember.compiler.ir_walk import collect
+
 PASS_NAME = "ember-reassociate-reductions"
 _COMBINERS = ("arith.addf", "arith.mulf", "arith.maximumf", "arith.minimumf",
               "arith.maxnumf", "arith.minnumf")
 
 
 def reassociate_reductions(module_op, pass_=None):
-    generics = []
-
-    def visit(o):
-        if o.name == "linalg.generic" and "reduction" in str(o.attributes["iterator_types"]):
-            generics.append(o.operation)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
+    generics = collect(module_op, lambda o: o.name == "linalg.generic"
+                       and "reduction" in str(o.attributes["iterator_types"]))
     if not generics:
         return
     with module_op.context:
