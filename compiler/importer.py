@@ -55,11 +55,11 @@ def unsupported_from_message(gm, message):
         op = f"aten.{m.group(2)}" if m.group(1) == "aten" else f"{m.group(1)}.{m.group(2)}"
         node = find_node(gm, op)
         shapes = node_input_shapes(node) if node is not None else ""
-        return EmberUnsupportedError(op, shapes, _first_line(message))
-    return EmberUnsupportedError("the graph", "", _first_line(message))
+        return EmberUnsupportedError(op, shapes, _diagnostic_head(message))
+    return EmberUnsupportedError("the graph", "", _diagnostic_head(message))
 
 
-def _first_line(message, max_lines=12):
+def _diagnostic_head(message, max_lines=12):
     """The informative head of a diagnostic: from the first error line, a few lines."""
     lines = [l.rstrip() for l in message.strip().splitlines() if l.strip()]
     start = next((i for i, l in enumerate(lines) if "error" in l.lower()), 0)

@@ -15,7 +15,7 @@ from torch_mlir import ir
 
 from ember.compiler.ir_walk import collect, named
 from ember.dialects.fusion import GroupOp, YieldOp, GROUP_OP_NAME
-from .linalg_queries import classify, OpClass, is_clonable_into_group
+from .linalg_queries import classify, OpClass, is_clonable_into_group, is_reduction_generic
 
 PASS_NAME = "ember-form-fusion-groups"
 ISOLATE_PASS_NAME = "ember-isolate-contractions"
@@ -68,7 +68,7 @@ def _plan_groups(block):
             if classes[consumer] == OpClass.ANCHOR and pclass == OpClass.ANCHOR:
                 continue  # two anchors never share a kernel
             if classes[consumer] == OpClass.ANCHOR and pclass == OpClass.ELEMENTWISE:
-                if not _is_reduction_generic(consumer):
+                if not is_reduction_generic(consumer):
                     continue  # named matmul/conv take their operands as they are
             if ca is not None and pa is not None and ca != pa:
                 continue
@@ -83,37 +83,29 @@ def _plan_groups(block):
         groups.setdefault(uf.find(op), []).append(op)
     planned = []
     for members in groups.values():
-        planned.extend(sorted(part, key=ops.index) for part in _split_members(members))
+        planned.extend(_split_members(members))
     return planned, classes
 
 
-def _is_reduction_generic(op):
-    return op.name == "linalg.generic" and "reduction" in str(op.attributes["iterator_types"])
-
-
-def _must_leave(member, member_set, last):
-    """A member other than the last may not be read from outside the group: a group has
-    one output (its last member), which keeps placement at the last member valid."""
+def _read_outside(member, member_set):
     return any(use.owner.operation not in member_set
                for res in member.results for use in res.uses)
 
 
 def _split_members(members):
-    """Split off members that cannot stay (see _must_leave); each leaves as its own
-    group, which is split again recursively."""
+    """A group has one output, its last member, which keeps its placement at the last
+    member valid. Members (other than the last) read from outside the group leave it,
+    each as a group of its own; removing one can expose another, hence the loop.
+    Order is kept, so every returned list is in program order."""
     current = list(members)
     while True:
         member_set = set(current)
-        bad = next((m for m in current[:-1] if _must_leave(m, member_set, current[-1])), None)
+        bad = next((m for m in current[:-1] if _read_outside(m, member_set)), None)
         if bad is None:
             break
         current.remove(bad)
-    rest = [m for m in members if m not in set(current)]
-    return [current] + (_split_members_each(rest) if rest else [])
-
-
-def _split_members_each(ops):
-    return [[op] for op in ops]
+    kept = set(current)
+    return [current] + [[m] for m in members if m not in kept]
 
 
 def _build_group(members, kind):

@@ -20,10 +20,14 @@ def iterator_types(op):
     return str(op.attributes["iterator_types"]) if "iterator_types" in op.attributes else ""
 
 
+def is_reduction_generic(op) -> bool:
+    return op.name == "linalg.generic" and "reduction" in iterator_types(op)
+
+
 def classify(op) -> OpClass:
     name = op.name
     if name == "linalg.generic":
-        return OpClass.ANCHOR if "reduction" in iterator_types(op) else OpClass.ELEMENTWISE
+        return OpClass.ANCHOR if is_reduction_generic(op) else OpClass.ELEMENTWISE
     if name.startswith(_ANCHOR_PREFIXES):
         return OpClass.ANCHOR
     if name in _ELEMENTWISE_NAMED:

@@ -7,6 +7,7 @@ tolerance of eager while softmax / layer-norm / mean loops get SIMD.
 from torch_mlir import ir
 
 from ember.compiler.ir_walk import collect
+from ember.compiler.passes.linalg_queries import is_reduction_generic
 
 PASS_NAME = "ember-reassociate-reductions"
 _COMBINERS = ("arith.addf", "arith.mulf", "arith.maximumf", "arith.minimumf",
@@ -14,8 +15,7 @@ _COMBINERS = ("arith.addf", "arith.mulf", "arith.maximumf", "arith.minimumf",
 
 
 def reassociate_reductions(module_op, pass_=None):
-    generics = collect(module_op, lambda o: o.name == "linalg.generic"
-                       and "reduction" in str(o.attributes["iterator_types"]))
+    generics = collect(module_op, is_reduction_generic)
     if not generics:
         return
     with module_op.context:
