@@ -20,3 +20,11 @@ def collect(root, predicate, *, skip_nested=False):
 
 def named(*names):
     return lambda o: o.name in names
+
+
+def has_symbol(module_op, name):
+    """Whether the module's top level defines or declares symbol `name`."""
+    for op in module_op.regions[0].blocks[0].operations:
+        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            return True
+    return False

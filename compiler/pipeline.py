@@ -69,6 +69,10 @@ def _pass_manager(elements, print_ir_after_all=False):
     return pm
 
 
+def _failure(element, diagnostics, exc, prefix=""):
+    return PipelineError(element, prefix + "\n".join(diagnostics + [str(exc)]))
+
+
 def run_pipeline(module, elements, *, print_ir_after_all=False, stage="pipeline"):
     """Run `elements` on `module` in place; raise PipelineError naming the failing pass."""
     elements = expand(elements)
@@ -96,13 +100,12 @@ def run_pipeline(module, elements, *, print_ir_after_all=False, stage="pipeline"
                         try:
                             module.operation.verify()
                         except Exception as exc:
-                            raise PipelineError(e, "produced invalid IR: " + "\n".join(diagnostics + [str(exc)])) from None
+                            raise _failure(e, diagnostics, exc, "produced invalid IR: ") from None
                         continue
                     try:
                         _pass_manager([e]).run(module.operation)
                     except Exception as exc:  # MLIRError carries the diagnostics
-                        msgs = "\n".join(diagnostics + [str(exc)])
-                        raise PipelineError(e, msgs) from None
+                        raise _failure(e, diagnostics, exc) from None
         finally:
             handle.detach()
     log.debug("%s: %d passes in %.3fs", stage, len(elements), time.perf_counter() - start)

@@ -12,7 +12,7 @@ batch and calls the column-major Fortran routine with row-major operands swapped
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
 
-from ember.compiler.ir_walk import collect, named
+from ember.compiler.ir_walk import collect, has_symbol, named
 
 PASS_NAME = "ember-matmul-to-blas"
 HELPER = "ember_sgemm"
@@ -125,10 +125,9 @@ def _matmul_operands(op):
 
 
 def _ensure_helper(module_op):
+    if has_symbol(module_op, HELPER):
+        return
     body = module_op.regions[0].blocks[0]
-    for o in body.operations:
-        if o.name == "func.func" and ir.StringAttr(o.attributes["sym_name"]).value == HELPER:
-            return
     helper = ir.Module.parse(_HELPER_IR, module_op.context)
     first = list(body.operations)[0].operation
     for o in list(helper.body.operations):

@@ -5,6 +5,7 @@ import threading
 
 from torch_mlir.execution_engine import ExecutionEngine
 
+from ember.compiler.ir_walk import has_symbol
 from .blas import BLAS_SYMBOL
 
 _libtorch_cpu = None
@@ -30,7 +31,7 @@ class JitKernel:
 
     def __init__(self, module, entry, num_args, opt_level=3):
         self.engine = ExecutionEngine(module, opt_level=opt_level)
-        if _declares(module, BLAS_SYMBOL):
+        if has_symbol(module.operation, BLAS_SYMBOL):
             self.engine.raw_register_runtime(BLAS_SYMBOL, _blas_address())
         address = self.engine.raw_lookup(entry)
         if not address:
@@ -48,9 +49,3 @@ class JitKernel:
             self._slots[:] = pointers
             self._packed_fn(self._packed)
 
-
-def _declares(module, symbol):
-    for op in module.body.operations:
-        if "sym_name" in op.attributes and str(op.attributes["sym_name"]).strip('"') == symbol:
-            return True
-    return False
