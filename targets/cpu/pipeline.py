@@ -1,7 +1,7 @@
 """The CPU lowering: linalg-on-tensors (after fusion) -> LLVM dialect."""
 from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
-from . import blas, memref_copy, reassociate
+from . import blas, math_approx, memref_copy, reassociate
 
 register_python_pass(blas.PASS_NAME, blas.matmul_to_blas,
                      "f32 linalg.matmul/batch_matmul on memrefs -> host BLAS sgemm call")
@@ -9,6 +9,8 @@ register_python_pass(reassociate.PASS_NAME, reassociate.reassociate_reductions,
                      "mark linalg reduction combiners reassoc so LLVM vectorizes them")
 register_python_pass(memref_copy.PASS_NAME, memref_copy.memref_copy_to_linalg,
                      "memref.copy -> linalg.copy (loops instead of a runtime call)")
+register_python_pass(math_approx.PASS_NAME, math_approx.approximate_math,
+                     "f32 math.exp/erf/tanh -> arith polynomials (vectorizable, no libm call)")
 
 BUFFERIZE = [
     reassociate.PASS_NAME,
@@ -28,6 +30,7 @@ TO_LLVM = [
     "convert-scf-to-cf",
     "expand-strided-metadata",
     "lower-affine",
+    math_approx.PASS_NAME,
     "func.func(math-expand-ops)",
     "finalize-memref-to-llvm",
     "convert-math-to-llvm",
