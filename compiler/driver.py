@@ -44,7 +44,7 @@ def compile_graph(gm, example_inputs, target="cpu", stats=None):
 
 
 def _build(gm, input_specs, stats):
-    from ember.targets.cpu import JitKernel, lower_to_llvm
+    from ember.targets.cpu import JitKernel, lower_to_llvm, workspace_bytes
 
     stats = {} if stats is None else stats
     t0 = time.perf_counter()
@@ -58,10 +58,12 @@ def _build(gm, input_specs, stats):
     except PipelineError as exc:
         raise importer.unsupported_from_message(gm, str(exc)) from None
     t2 = time.perf_counter()
-    kernel = JitKernel(module, importer.ENTRY, len(input_specs) + len(output_specs))
+    scratch = workspace_bytes(module)
+    kernel = JitKernel(module, importer.ENTRY,
+                       len(input_specs) + len(output_specs) + (1 if scratch else 0))
     t3 = time.perf_counter()
     stats.update(import_s=t1 - t0, lower_s=t2 - t1, jit_s=t3 - t2)
     log.info("ember: compiled graph (%d nodes, %s kernels) in %.2fs "
              "[import %.2fs, lower %.2fs, jit %.2fs]",
              len(gm.graph.nodes), stats.get("kernels"), t3 - t0, t1 - t0, t2 - t1, t3 - t2)
-    return CompiledGraph(kernel, input_specs, output_specs)
+    return CompiledGraph(kernel, input_specs, output_specs, scratch)

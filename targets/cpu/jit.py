@@ -7,23 +7,26 @@ from torch_mlir.execution_engine import ExecutionEngine
 
 from ember.compiler.ir_walk import has_symbol
 from .blas import BLAS_SYMBOL
+from .parallel import RUNTIME_SYMBOLS as OPENMP_SYMBOLS
 
-_libtorch_cpu = None
+# Runtime symbols the lowered code may call, and the torch library (already loaded by
+# torch, so the same MKL and the same OpenMP thread team) that provides each.
+_PROVIDERS = {BLAS_SYMBOL: "libtorch_cpu.so", **{s: "libgomp.so.1" for s in OPENMP_SYMBOLS}}
+_libraries = {}
 
 
-def _blas_address():
-    """Address of `sgemm_` in the MKL inside libtorch_cpu (already loaded by torch)."""
-    global _libtorch_cpu
-    if _libtorch_cpu is None:
+def _address(symbol):
+    name = _PROVIDERS[symbol]
+    if name not in _libraries:
         import torch
 
-        path = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
-        _libtorch_cpu = ctypes.CDLL(path)
-    return ctypes.cast(getattr(_libtorch_cpu, BLAS_SYMBOL), ctypes.c_void_p)
+        _libraries[name] = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", name))
+    return ctypes.cast(getattr(_libraries[name], symbol), ctypes.c_void_p)
 
 
 class JitKernel:
-    """A compiled entry function taking one bare pointer per tensor (inputs, then outputs).
+    """A compiled entry function taking one bare pointer per tensor (inputs, outputs, then
+    the workspace if any).
 
     The engine exposes the packed wrapper `_mlir_<entry>(void **args)`, args[i] pointing
     at argument i; the argument slots are allocated once and refilled on each call.
@@ -31,8 +34,9 @@ class JitKernel:
 
     def __init__(self, module, entry, num_args, opt_level=3):
         self.engine = ExecutionEngine(module, opt_level=opt_level)
-        if has_symbol(module.operation, BLAS_SYMBOL):
-            self.engine.raw_register_runtime(BLAS_SYMBOL, _blas_address())
+        for symbol in _PROVIDERS:
+            if has_symbol(module.operation, symbol):
+                self.engine.raw_register_runtime(symbol, _address(symbol))
         address = self.engine.raw_lookup(entry)
         if not address:
             raise RuntimeError(f"JIT: entry function '{entry}' not found")

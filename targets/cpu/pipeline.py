@@ -1,7 +1,7 @@
 """The CPU lowering: linalg-on-tensors (after fusion) -> LLVM dialect."""
 from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
-from . import blas, math_approx, memref_copy, reassociate
+from . import blas, math_approx, memref_copy, parallel, reassociate, workspace
 
 register_python_pass(blas.PASS_NAME, blas.matmul_to_blas,
                      "f32 linalg.matmul/batch_matmul on memrefs -> host BLAS sgemm call")
@@ -9,6 +9,12 @@ register_python_pass(reassociate.PASS_NAME, reassociate.reassociate_reductions,
                      "mark linalg reduction combiners reassoc so LLVM vectorizes them")
 register_python_pass(memref_copy.PASS_NAME, memref_copy.memref_copy_to_linalg,
                      "memref.copy -> linalg.copy (loops instead of a runtime call)")
+register_python_pass(workspace.PASS_NAME, workspace.plan_workspace,
+                     "entry-function temporaries -> views of one workspace argument")
+register_python_pass(parallel.OUTLINE_PASS_NAME, parallel.outline_parallel_loops,
+                     "big top-level scf.parallel loops -> per-thread kernels + launch calls")
+register_python_pass(parallel.LAUNCHERS_PASS_NAME, parallel.emit_parallel_launchers,
+                     "define the launchers of outlined kernels with GOMP_parallel (LLVM dialect)")
 register_python_pass(math_approx.PASS_NAME, math_approx.approximate_math,
                      "f32 math.exp/erf/tanh -> arith polynomials (vectorizable, no libm call)")
 
@@ -19,13 +25,16 @@ BUFFERIZE = [
     "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
     "canonicalize",
     "buffer-deallocation-pipeline",
+    workspace.PASS_NAME,  # after deallocation: a dealloc marks where a buffer dies
 ]
 
 TO_LLVM = [
     blas.PASS_NAME,
     memref_copy.PASS_NAME,
-    # Plain loops with static bounds: LLVM's vectorizer (O3, host CPU) widens them.
-    "func.func(convert-linalg-to-affine-loops)",
+    # Plain loops with static bounds: LLVM's vectorizer (O3, host CPU) widens them; the
+    # big ones are split across torch's OpenMP threads.
+    "func.func(convert-linalg-to-parallel-loops)",
+    parallel.OUTLINE_PASS_NAME,
     "lower-affine",
     "convert-scf-to-cf",
     "expand-strided-metadata",
@@ -39,6 +48,7 @@ TO_LLVM = [
     "convert-index-to-llvm",
     # Static shapes + identity layouts: a bare pointer per tensor is the whole ABI.
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true}",
+    parallel.LAUNCHERS_PASS_NAME,
     "convert-cf-to-llvm",
     "reconcile-unrealized-casts",
 ]

@@ -1,0 +1,279 @@
+"""Multi-threaded loop nests through the OpenMP runtime torch already runs (libgomp).
+
+Two passes, one on each side of the LLVM conversion:
+
+- `ember-outline-parallel-loops` (memrefs + scf): each top-level `scf.parallel` of the
+  entry function with enough work moves into its own function
+  `@ember_par_N(%tid: i32, %nthreads: i32, buffers...)`, which runs the slice of the
+  outermost dimension that belongs to thread `tid`. In its place the entry function calls
+  `@ember_par_N_launch(buffers...)`, declared only.
+- `ember-emit-parallel-launchers` (LLVM dialect, bare pointers): defines each launcher:
+  pack the buffer pointers, `GOMP_parallel(@ember_par_N_omp, pack, 0, 0)`; the
+  trampoline `@ember_par_N_omp` unpacks them and calls the kernel with its thread number.
+
+Using torch's own libgomp (the one MKL and ATen use) shares one thread team, sized by
+`torch.set_num_threads`, so nothing is oversubscribed; a parallel region opened inside
+another one simply runs on one thread.
+"""
+from torch_mlir import ir
+from torch_mlir.dialects import arith, func
+
+from ember.compiler.ir_walk import collect, named
+
+OUTLINE_PASS_NAME = "ember-outline-parallel-loops"
+LAUNCHERS_PASS_NAME = "ember-emit-parallel-launchers"
+RUNTIME_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
+KERNEL_PREFIX = "ember_par_"
+LAUNCH_SUFFIX = "_launch"
+
+# Below this many innermost iterations a fork/join (a few microseconds) costs more than
+# the second thread saves.
+MIN_PARALLEL_WORK = 1 << 15
+
+# Ops defining a captured value that are re-created inside the kernel instead of being
+# passed: constants and views of buffers (their results may have non-identity layouts,
+# which a bare pointer cannot carry).
+_RECREATED = ("arith.constant", "memref.get_global", "memref.subview", "memref.expand_shape",
+              "memref.collapse_shape", "memref.reinterpret_cast", "memref.cast")
+
+
+def _defining_op(value):
+    owner = value.owner
+    return owner.operation if isinstance(owner, (ir.Operation, ir.OpView)) else None
+
+
+def _const_index(value):
+    owner = _defining_op(value)
+    if owner is None or owner.name != "arith.constant":
+        return None
+    return ir.IntegerAttr(owner.attributes["value"]).value
+
+
+def _trip_counts(loop):
+    """Static trip count per dimension of an scf.parallel / scf.for, or None."""
+    n = 1 if loop.name == "scf.for" else len(loop.regions[0].blocks[0].arguments)
+    ops = list(loop.operands)
+    counts = []
+    for d in range(n):
+        lb, ub, step = (_const_index(ops[d]), _const_index(ops[n + d]),
+                        _const_index(ops[2 * n + d]))
+        if None in (lb, ub, step) or step <= 0:
+            return None
+        counts.append(max(0, -(-(ub - lb) // step)))
+    return counts
+
+
+def _work(loop):
+    """Innermost iterations of a loop nest (nested loops with unknown bounds count once)."""
+    counts = _trip_counts(loop) or [1]
+    total = 1
+    for c in counts:
+        total *= c
+    inner = 0
+    for block in loop.regions[0].blocks:
+        for o in block.operations:
+            if o.operation.name in ("scf.for", "scf.parallel"):
+                inner += _work(o.operation)
+    return total * max(inner, 1)
+
+
+def _defined_inside(loop):
+    values = set()
+
+    def visit(o):
+        for r in o.results:
+            values.add(r)
+        for region in o.regions:
+            for block in region.blocks:
+                for a in block.arguments:
+                    values.add(a)
+        return ir.WalkResult.ADVANCE
+
+    loop.walk(visit)
+    return values
+
+
+def _captured(loop):
+    """Values used inside `loop` but defined outside it, in first-use order."""
+    inside = _defined_inside(loop)
+    seen, order = set(), []
+
+    def visit(o):
+        for v in o.operands:
+            if v not in inside and v not in seen:
+                seen.add(v)
+                order.append(v)
+        return ir.WalkResult.ADVANCE
+
+    loop.walk(visit)
+    return order
+
+
+def _is_bare_buffer(value):
+    t = value.type
+    if not isinstance(t, ir.MemRefType) or not t.has_static_shape:
+        return False
+    return t.affine_map == ir.AffineMap.get_identity(t.rank)
+
+
+class _Outline:
+    """Plan for one loop: buffers passed as arguments, ops to re-create inside."""
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.args, self.recreate = [], []
+        self.ok = all(self._take(v) for v in _captured(loop))
+
+    def _take(self, value, depth=0):
+        if value in self.args or any(value in list(o.results) for o in self.recreate):
+            return True
+        owner = _defining_op(value)
+        if owner is not None and owner.name in _RECREATED and depth < 8:
+            if not all(self._take(v, depth + 1) for v in owner.operands):
+                return False
+            self.recreate.append(owner)
+            return True
+        if _is_bare_buffer(value):
+            self.args.append(value)
+            return True
+        return False  # e.g. a scalar computed at run time: keep the loop serial
+
+
+def _outline(entry, loop, plan, name):
+    with loop.location:
+        _outline_at(entry, loop, plan, name)
+
+
+def _outline_at(entry, loop, plan, name):
+    i32, index = ir.IntegerType.get_signless(32), ir.IndexType.get()
+    arg_types = [i32, i32] + [v.type for v in plan.args]
+    with ir.InsertionPoint(entry):
+        kernel = func.FuncOp(name, (arg_types, []))
+    kernel.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    block = kernel.add_entry_block()
+    mapping = {v: block.arguments[2 + i] for i, v in enumerate(plan.args)}
+    with ir.InsertionPoint(block):
+        # Thread `tid` of `nt` runs iterations [tid*trip/nt, (tid+1)*trip/nt) of dim 0.
+        ops = list(loop.operands)
+        n = len(loop.regions[0].blocks[0].arguments)
+        lb, step = _const_index(ops[0]), _const_index(ops[2 * n])
+        trip = _trip_counts(loop)[0]
+        tid = arith.index_cast(index, block.arguments[0])
+        nt = arith.index_cast(index, block.arguments[1])
+        c_trip = arith.constant(index, trip)
+
+        def bound(t):
+            first = arith.divui(arith.muli(t, c_trip), nt)
+            return arith.addi(arith.constant(index, lb),
+                              arith.muli(first, arith.constant(index, step)))
+
+        lo = bound(tid)
+        hi = bound(arith.addi(tid, arith.constant(index, 1)))
+        for o in plan.recreate:
+            clone = o.clone()
+            for i, v in enumerate(clone.operands):
+                if v in mapping:
+                    clone.operands[i] = mapping[v]
+            for old, new in zip(o.results, clone.results):
+                mapping[old] = new
+        ret = func.ReturnOp([])
+    # Launch site: the entry function calls the (declared) launcher where the loop was.
+    with ir.InsertionPoint(loop):
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name + LAUNCH_SUFFIX), list(plan.args))
+    loop.move_before(ret)
+    loop.operands[0] = lo
+    loop.operands[n] = hi
+
+    def remap(o):
+        for i, v in enumerate(o.operands):
+            if v in mapping:
+                o.operands[i] = mapping[v]
+        return ir.WalkResult.ADVANCE
+
+    loop.walk(remap)
+    with ir.InsertionPoint(entry):
+        launcher = func.FuncOp(name + LAUNCH_SUFFIX, ([v.type for v in plan.args], []))
+    launcher.attributes["sym_visibility"] = ir.StringAttr.get("private")
+
+
+def outline_parallel_loops(module_op, pass_=None):
+    count = 0
+    for entry in collect(module_op, named("func.func")):
+        if "sym_visibility" in entry.attributes or not entry.regions[0].blocks:
+            continue  # only public entry functions (kernels and helpers are private)
+        body = entry.regions[0].blocks[0]
+        loops = [o.operation for o in body.operations if o.operation.name == "scf.parallel"]
+        for loop in loops:
+            counts = _trip_counts(loop)
+            if not counts or counts[0] < 2 or len(loop.results) or _work(loop) < MIN_PARALLEL_WORK:
+                continue
+            plan = _Outline(loop)
+            if not plan.ok:
+                continue
+            _outline(entry, loop, plan, f"{KERNEL_PREFIX}{count}")
+            count += 1
+
+
+_DECLARATIONS = """
+llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)
+llvm.func @omp_get_thread_num() -> i32
+llvm.func @omp_get_num_threads() -> i32
+"""
+
+
+def _launcher_ir(kernel, num_args):
+    """The launcher and trampoline of `kernel`, which takes (tid, nt, ptr x num_args)."""
+    ptrs = ", ".join(f"%a{i}: !llvm.ptr" for i in range(num_args))
+    packs = "\n".join(
+        f"  %s{i} = llvm.getelementptr %ctx[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
+        f"  llvm.store %a{i}, %s{i} : !llvm.ptr, !llvm.ptr" for i in range(num_args))
+    unpacks = "\n".join(
+        f"  %s{i} = llvm.getelementptr %ctx[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
+        f"  %a{i} = llvm.load %s{i} : !llvm.ptr -> !llvm.ptr" for i in range(num_args))
+    args = "".join(f", %a{i}" for i in range(num_args))
+    types = "".join(", !llvm.ptr" for _ in range(num_args))
+    # The kernel's declaration lets the text verify on its own; it is dropped on moving.
+    return f"""
+llvm.func @{kernel}(i32, i32{types})
+llvm.func internal @{kernel}_omp(%ctx: !llvm.ptr) {{
+{unpacks}
+  %tid = llvm.call @omp_get_thread_num() : () -> i32
+  %nt = llvm.call @omp_get_num_threads() : () -> i32
+  llvm.call @{kernel}(%tid, %nt{args}) : (i32, i32{types}) -> ()
+  llvm.return
+}}
+llvm.func internal @{kernel}{LAUNCH_SUFFIX}({ptrs}) {{
+  %n = llvm.mlir.constant({max(num_args, 1)} : i64) : i64
+  %ctx = llvm.alloca %n x !llvm.ptr : (i64) -> !llvm.ptr
+{packs}
+  %fn = llvm.mlir.addressof @{kernel}_omp : !llvm.ptr
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  llvm.call @GOMP_parallel(%fn, %ctx, %zero, %zero) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
+  llvm.return
+}}
+"""
+
+
+def _sym_name(op):
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+def emit_parallel_launchers(module_op, pass_=None):
+    body = module_op.regions[0].blocks[0]
+    declared = [o.operation for o in body.operations
+                if o.operation.name == "llvm.func" and _sym_name(o).startswith(KERNEL_PREFIX)
+                and _sym_name(o).endswith(LAUNCH_SUFFIX) and not o.regions[0].blocks]
+    if not declared:
+        return
+    text = _DECLARATIONS
+    for decl in declared:
+        kernel = _sym_name(decl)[:-len(LAUNCH_SUFFIX)]
+        num_args = str(decl.attributes["function_type"]).count("ptr")
+        text += _launcher_ir(kernel, num_args)
+        decl.erase()
+    parsed = ir.Module.parse(text, module_op.context)
+    existing = {_sym_name(o) for o in body.operations if "sym_name" in o.attributes}
+    first = list(body.operations)[0].operation
+    for o in list(parsed.body.operations):
+        if _sym_name(o) not in existing:
+            o.operation.move_before(first)
