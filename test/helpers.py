@@ -1,7 +1,10 @@
 """Shared by the tests: compile with ember (strict) and compare to eager."""
 import torch
+from torch._dynamo.backends.common import aot_autograd
 
 import ember
+from ember.compiler import importer
+from ember.compiler.capture import decomposition_table
 
 
 def compile_strict(fn):
@@ -18,3 +21,18 @@ def assert_matches_eager(fn, *inputs, rtol=1e-4, atol=1e-4, grad=False):
             actual = compiled(*inputs)
     torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol)
     return actual
+
+
+def linalg_module(fn, *inputs):
+    """The linalg-on-tensors module ember imports for `fn` (one graph expected)."""
+    captured = []
+
+    def grab(gm, example_inputs):
+        captured.append(importer.import_to_linalg(gm))
+        return gm
+
+    backend = aot_autograd(fw_compiler=grab, decompositions=decomposition_table())
+    with torch.no_grad():
+        torch.compile(fn, backend=backend, dynamic=False)(*inputs)
+    assert len(captured) == 1
+    return captured[0]

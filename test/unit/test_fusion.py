@@ -2,24 +2,8 @@
 import torch
 
 import ember
-from ember.compiler import importer
-from ember.compiler.capture import decomposition_table
 from ember.compiler.fusion import count_groups, count_kernels, fuse
-from torch._dynamo.backends.common import aot_autograd
-
-
-def _linalg_module(fn, *inputs):
-    captured = []
-
-    def grab(gm, example_inputs):
-        captured.append(importer.import_to_linalg(gm))
-        return gm
-
-    backend = aot_autograd(fw_compiler=grab, decompositions=decomposition_table())
-    with torch.no_grad():
-        torch.compile(fn, backend=backend, dynamic=False)(*inputs)
-    assert len(captured) == 1
-    return captured[0]
+from helpers import linalg_module as _linalg_module
 
 
 def test_matmul_epilogue_is_one_kernel_besides_matmul():
