@@ -1,5 +1,7 @@
 """aten.convolution (2-D) as ops that reach fast kernels:
-  * groups == 1: im2col by strided slices, then one GEMM (the BLAS path);
+  * groups == 1: im2col by strided slices, laid out (C*kh*kw, N*oh*ow) so that the whole
+    batch is ONE GEMM `W (F, C*kh*kw) @ cols` (the BLAS path; no per-image weight copy),
+    whose (F, N, oh*ow) result is permuted back to NCHW inside the fused epilogue;
   * depthwise (groups == C_in == C_out): a sum of shifted slices times per-channel
     weights, an elementwise chain that fuses into one kernel.
 Anything else (transposed, other group counts, 1-D/3-D) keeps torch-mlir's lowering.
@@ -29,12 +31,14 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     ow = (w + 2 * pw - dilation[1] * (kw - 1) - 1) // stride[1] + 1
     xp = F.pad(x, (pw, pw, ph, ph)) if ph or pw else x
     if groups == 1:
-        if kh == kw == 1 and tuple(stride) == (1, 1) and not (ph or pw):
-            cols = x.reshape(n, c, h * w)  # pointwise conv: already a GEMM operand
+        xt = xp.permute(1, 0, 2, 3)  # (c, n, h, w): the batch joins the GEMM's N
+        if kh == kw == 1 and tuple(stride) == (1, 1):
+            cols = xt.reshape(c, n * oh * ow)
         else:
-            patches = torch.stack(list(_shifted_slices(xp, kh, kw, oh, ow, stride, dilation)), dim=2)
-            cols = patches.reshape(n, c * kh * kw, oh * ow)  # (c, kh*kw) order = weight's
-        out = torch.matmul(weight.reshape(f, c * kh * kw), cols)
+            patches = torch.stack(list(_shifted_slices(xt, kh, kw, oh, ow, stride, dilation)), dim=1)
+            cols = patches.reshape(c * kh * kw, n * oh * ow)  # (c, kh*kw) order = weight's
+        out = torch.mm(weight.reshape(f, c * kh * kw), cols)
+        out = out.reshape(f, n, oh * ow).permute(1, 0, 2)
     elif groups == c and cg == 1 and f == c:
         out = None
         for k, sl in enumerate(_shifted_slices(xp, kh, kw, oh, ow, stride, dilation)):
