@@ -38,15 +38,16 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
             patches = torch.stack(list(_shifted_slices(xt, kh, kw, oh, ow, stride, dilation)), dim=1)
             cols = patches.reshape(c * kh * kw, n * oh * ow)  # (c, kh*kw) order = weight's
         out = torch.mm(weight.reshape(f, c * kh * kw), cols)
-        out = out.reshape(f, n, oh * ow).permute(1, 0, 2)
+        # Reshape first, permute last: the permute then meets the epilogue (bias, norm,
+        # activation) with no reshape in between, and fuses into it.
+        out = out.reshape(f, n, oh, ow).permute(1, 0, 2, 3)
     elif groups == c and cg == 1 and f == c:
         out = None
         for k, sl in enumerate(_shifted_slices(xp, kh, kw, oh, ow, stride, dilation)):
             term = sl * weight[:, 0, k // kw, k % kw].reshape(1, c, 1, 1)
             out = term if out is None else out + term
-        out = out.reshape(n, f, oh * ow)
     else:
         return NotImplemented
     if bias is not None:
-        out = out + bias.reshape(1, f, 1)
-    return out.reshape(n, f, oh, ow)
+        out = out + bias.reshape(1, f, 1, 1)
+    return out

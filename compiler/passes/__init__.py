@@ -1,5 +1,6 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
-from . import fold_transpose_into_matmul, form_fusion_groups, inline_fusion_groups
+from . import (fold_transpose_into_matmul, form_fusion_groups, generalize_data_movement,
+               inline_fusion_groups)
 
 # name -> callable(op, pass) run on the top-level module.
 PYTHON_PASSES = {
@@ -7,6 +8,7 @@ PYTHON_PASSES = {
     form_fusion_groups.PASS_NAME: form_fusion_groups.form_fusion_groups,
     form_fusion_groups.ISOLATE_PASS_NAME: form_fusion_groups.isolate_named_contractions,
     inline_fusion_groups.PASS_NAME: inline_fusion_groups.inline_fusion_groups,
+    generalize_data_movement.PASS_NAME: generalize_data_movement.generalize_data_movement,
 }
 
 # name -> list of pipeline elements; lets one name stand for a short sequence.
@@ -15,6 +17,7 @@ PIPELINE_ALIASES = {
     # at the group boundary), then dissolve the group.
     "ember-lower-fusion-groups": [
         form_fusion_groups.ISOLATE_PASS_NAME,
+        generalize_data_movement.PASS_NAME,
         "func.func(linalg-fuse-elementwise-ops)",
         inline_fusion_groups.PASS_NAME,
     ],
@@ -25,6 +28,7 @@ PASS_DESCRIPTIONS = {
     form_fusion_groups.PASS_NAME: "group linalg ops into ember_fusion.group kernels",
     form_fusion_groups.ISOLATE_PASS_NAME: "nest each named contraction in its own group",
     inline_fusion_groups.PASS_NAME: "dissolve ember_fusion.group ops into their parent",
+    generalize_data_movement.PASS_NAME: "tensor linalg.transpose/broadcast/copy -> linalg.generic",
     "ember-lower-fusion-groups": "fuse each group into one loop nest, then dissolve it",
 }
 

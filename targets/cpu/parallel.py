@@ -28,7 +28,7 @@ LAUNCH_SUFFIX = "_launch"
 
 # Below this many innermost iterations a fork/join (a few microseconds) costs more than
 # the second thread saves.
-MIN_PARALLEL_WORK = 1 << 15
+MIN_PARALLEL_WORK = 1 << 12
 
 # Ops defining a captured value that are re-created inside the kernel instead of being
 # passed: constants and views of buffers (their results may have non-identity layouts,
