@@ -38,3 +38,18 @@ def test_fused_chain_runs_correctly():
     with torch.no_grad():
         torch.testing.assert_close(ember.compile(fn, options={"fallback": False})(x), fn(x),
                                    rtol=1e-4, atol=1e-4)
+
+
+def test_conv_output_permute_fuses_into_its_epilogue():
+    conv = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3, padding=1, bias=False),
+                               torch.nn.BatchNorm2d(8), torch.nn.ReLU()).eval()
+    module = _linalg_module(conv, torch.randn(2, 4, 8, 8))
+    fuse(module)
+    from ember.compiler.ir_walk import collect, named
+    (mm,) = collect(module.operation, named("linalg.matmul"))
+    (reshape,) = [u.owner for u in mm.results[0].uses]
+    (epilogue,) = [u.owner for u in reshape.results[0].uses]
+    text = str(epilogue)
+    # NCHW restore, batch-norm and ReLU are one loop nest reading the GEMM result.
+    assert epilogue.operation.name == "linalg.generic"
+    assert "arith.mulf" in text and "arith.select" in text
