@@ -1,4 +1,5 @@
-"""Collect operations from an IR tree: the one walk every ember pass starts with."""
+"""Collect operations from an IR tree (the one walk every ember pass starts with), and the
+small attribute/type questions several passes ask."""
 from torch_mlir import ir
 
 
@@ -22,9 +23,24 @@ def named(*names):
     return lambda o: o.name in names
 
 
+def symbol_name(op):
+    """The op's `sym_name`, or None."""
+    attrs = op.attributes
+    return ir.StringAttr(attrs["sym_name"]).value if "sym_name" in attrs else None
+
+
 def has_symbol(module_op, name):
     """Whether the module's top level defines or declares symbol `name`."""
-    for op in module_op.regions[0].blocks[0].operations:
-        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name:
-            return True
-    return False
+    return any(symbol_name(op) == name for op in module_op.regions[0].blocks[0].operations)
+
+
+def int_array(op, name):
+    """An `array<i64: ...>` attribute of `op` as a Python list ([] when empty)."""
+    text = str(op.attributes[name])  # 'array<i64: 1, 0>' or 'array<i64>'
+    return [int(x) for x in text[text.index(":") + 1:].rstrip(">").split(",")] if ":" in text else []
+
+
+def is_identity_static_memref(t):
+    """A memref type with static shape and identity layout: one bare pointer carries it."""
+    return (isinstance(t, ir.MemRefType) and t.has_static_shape
+            and t.affine_map == ir.AffineMap.get_identity(t.rank))

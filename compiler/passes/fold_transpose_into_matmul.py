@@ -4,7 +4,7 @@ its weight; attention has one on K). The BLAS lowering turns the map into a tran
 """
 from torch_mlir import ir
 
-from ember.compiler.ir_walk import collect
+from ember.compiler.ir_walk import collect, int_array
 
 PASS_NAME = "ember-fold-transpose-into-matmul"
 
@@ -18,11 +18,6 @@ _RULES = {
 }
 
 
-def _permutation(op):
-    text = str(op.attributes["permutation"])  # 'array<i64: 1, 0>'
-    return [int(x) for x in text[text.index(":") + 1:].rstrip(">").split(",")]
-
-
 def fold_transpose_into_matmul(module_op, pass_=None):
     candidates = collect(module_op, lambda o: o.name in _RULES and not _custom_maps(o))
     for mm in candidates:
@@ -31,7 +26,7 @@ def fold_transpose_into_matmul(module_op, pass_=None):
         producer = None if isinstance(b.owner, ir.Block) else b.owner.operation
         if producer is None or producer.name != "linalg.transpose":
             continue
-        if _permutation(producer) != perm:
+        if int_array(producer, "permutation") != perm:
             continue
         with mm.context:
             mm.attributes["indexing_maps"] = ir.ArrayAttr.get(

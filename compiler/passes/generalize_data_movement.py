@@ -8,26 +8,20 @@ NCHW restore, attention's head permutes) would stay a loop nest of its own.
 from torch_mlir import ir
 from torch_mlir.dialects import linalg
 
-from ember.compiler.ir_walk import collect, named
-from .fold_transpose_into_matmul import _permutation
+from ember.compiler.ir_walk import collect, int_array, named
 
 PASS_NAME = "ember-generalize-data-movement"
-
-
-def _dims_attr(op, name):
-    text = str(op.attributes[name])  # 'array<i64: 1, 0>' or 'array<i64>'
-    return [int(x) for x in text[text.index(":") + 1:].rstrip(">").split(",")] if ":" in text else []
 
 
 def _input_map(op, rank):
     """Indexing map of the input, over the output's iteration space."""
     d = [f"d{i}" for i in range(rank)]
     if op.name == "linalg.transpose":
-        perm = _permutation(op)  # output dim i = input dim perm[i]
+        perm = int_array(op, "permutation")  # output dim i = input dim perm[i]
         inverse = [perm.index(m) for m in range(rank)]
         results = [d[i] for i in inverse]
     elif op.name == "linalg.broadcast":
-        added = set(_dims_attr(op, "dimensions"))
+        added = set(int_array(op, "dimensions"))
         results = [d[i] for i in range(rank) if i not in added]
     else:  # linalg.copy
         results = d

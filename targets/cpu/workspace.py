@@ -12,15 +12,15 @@ left on the module as `ember.workspace_bytes`.
 from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
+from ember.compiler.ir_walk import is_identity_static_memref
+
 PASS_NAME = "ember-plan-workspace"
 SIZE_ATTR = "ember.workspace_bytes"
 _ALIGN = 64
 
 
 def _static_bytes(t):
-    if not isinstance(t, ir.MemRefType) or not t.has_static_shape:
-        return None
-    if t.affine_map != ir.AffineMap.get_identity(t.rank):
+    if not is_identity_static_memref(t):
         return None
     width = t.element_type.width if hasattr(t.element_type, "width") else None
     if not width or width % 8:
