@@ -24,13 +24,12 @@ llvm.func @sgemm_(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.p
 func.func private @ember_sgemm(%batch: index, %m: index, %n: index, %k: index,
     %pa: index, %sa: index, %lda: index, %ta: i8,
     %pb: index, %sb: index, %ldb: index, %tb: i8,
-    %pc: index, %sc: index, %ldc: index) {
+    %pc: index, %sc: index, %ldc: index, %beta: f32) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
   %one = llvm.mlir.constant(1 : i32) : i32
   %alpha = arith.constant 1.0 : f32
-  %beta = arith.constant 1.0 : f32
   %p_m = llvm.alloca %one x i32 : (i32) -> !llvm.ptr
   %p_n = llvm.alloca %one x i32 : (i32) -> !llvm.ptr
   %p_k = llvm.alloca %one x i32 : (i32) -> !llvm.ptr
@@ -124,6 +123,34 @@ def _matmul_operands(op):
     return a, b, c, trans_a, trans_b, name == "linalg.batch_matmul"
 
 
+# Ops between a fill and its matmul that touch no memory.
+_NO_MEMORY_EFFECT = ("arith.constant", "memref.view", "memref.subview", "memref.expand_shape",
+                     "memref.collapse_shape", "memref.reinterpret_cast", "memref.cast",
+                     "memref.extract_strided_metadata", "memref.extract_aligned_pointer_as_index")
+
+
+def _is_zero_constant(value):
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+        return False
+    attr = owner.operation.attributes["value"]
+    return isinstance(attr, ir.FloatAttr) and attr.value == 0.0
+
+
+def _zero_fill_of(op, c):
+    """The `linalg.fill 0.0` of exactly `c` that this matmul follows with nothing else
+    touching memory in between, or None. Such a fill is dropped for beta = 0."""
+    block_ops = [o.operation for o in op.operation.block.operations]
+    here = next(i for i, o in enumerate(block_ops) if o == op.operation)
+    for prev in reversed(block_ops[:here]):
+        if prev.name == "linalg.fill":
+            fill_value, target = prev.operands[0], prev.operands[1]
+            return prev if target == c and _is_zero_constant(fill_value) else None
+        if prev.name not in _NO_MEMORY_EFFECT:
+            return None
+    return None
+
+
 def _ensure_helper(module_op):
     if has_symbol(module_op, HELPER):
         return
@@ -137,6 +164,7 @@ def _ensure_helper(module_op):
 def _emit_call(op, a, b, c, trans_a, trans_b, batched):
     index = ir.IndexType.get()
     i8 = ir.IntegerType.get_signless(8)
+    fill = _zero_fill_of(op, c)  # before the call's own ops are inserted above `op`
     with ir.InsertionPoint(op), op.location:
         def meta(v):
             t = ir.MemRefType(v.type)
@@ -162,14 +190,17 @@ def _emit_call(op, a, b, c, trans_a, trans_b, batched):
         def bstride(strides):
             return strides[0] if batched else zero
 
+        beta = arith.ConstantOp(ir.F32Type.get(), 0.0 if fill is not None else 1.0).result
         args = [batch, m, n, k,
                 pa, bstride(sa_strides), sa_strides[-2],
                 arith.ConstantOp(i8, _TRANS if trans_a else _NO_TRANS).result,
                 pb, bstride(sb_strides), sb_strides[-2],
                 arith.ConstantOp(i8, _TRANS if trans_b else _NO_TRANS).result,
-                pc, bstride(sc_strides), sc_strides[-2]]
+                pc, bstride(sc_strides), sc_strides[-2], beta]
         func.CallOp([], ir.FlatSymbolRefAttr.get(HELPER), args)
     op.erase()
+    if fill is not None:
+        fill.erase()  # C = A B outright (beta 0): no zeroing pass over C
 
 
 def matmul_to_blas(module_op, pass_=None):

@@ -38,3 +38,45 @@ func.func @mm_strided(%a: memref<8x4xf32, strided<[8, 2]>>, %b: memref<4x2xf32>,
   linalg.matmul ins(%a, %b : memref<8x4xf32, strided<[8, 2]>>, memref<4x2xf32>) outs(%c : memref<8x2xf32>)
   return
 }
+
+// A zero fill right before the matmul (views in between touch no memory) is dropped:
+// sgemm runs with beta = 0. A fill of another value, or one with a write in between,
+// stays and beta is 1.
+// CHECK-LABEL: func.func @mm_zero_init
+// CHECK-NOT: linalg.fill
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: %[[B0:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: call @ember_sgemm({{.*}}, %[[B0]]) :
+func.func @mm_zero_init(%a: memref<8x64xf32>, %b: memref<64x32xf32>, %c: memref<8x32xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%c : memref<8x32xf32>)
+  %v = memref.collapse_shape %a [[0, 1]] : memref<8x64xf32> into memref<512xf32>
+  linalg.matmul ins(%a, %b : memref<8x64xf32>, memref<64x32xf32>) outs(%c : memref<8x32xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @mm_one_init
+// CHECK: linalg.fill
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: %[[B1:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: call @ember_sgemm({{.*}}, %[[B1]])
+func.func @mm_one_init(%a: memref<8x64xf32>, %b: memref<64x32xf32>, %c: memref<8x32xf32>) {
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%c : memref<8x32xf32>)
+  linalg.matmul ins(%a, %b : memref<8x64xf32>, memref<64x32xf32>) outs(%c : memref<8x32xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @mm_write_between
+// CHECK: linalg.fill
+// CHECK: linalg.copy
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: %[[B2:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: call @ember_sgemm({{.*}}, %[[B2]])
+func.func @mm_write_between(%a: memref<8x64xf32>, %b: memref<64x32xf32>, %c: memref<8x32xf32>, %d: memref<8x32xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%c : memref<8x32xf32>)
+  linalg.copy ins(%d : memref<8x32xf32>) outs(%c : memref<8x32xf32>)
+  linalg.matmul ins(%a, %b : memref<8x64xf32>, memref<64x32xf32>) outs(%c : memref<8x32xf32>)
+  return
+}
