@@ -3,20 +3,24 @@ from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
 from . import blas, math_approx, memref_copy, parallel, reassociate, workspace
 
-register_python_pass(blas.PASS_NAME, blas.matmul_to_blas,
-                     "f32 linalg.matmul/batch_matmul on memrefs -> host BLAS sgemm call")
-register_python_pass(reassociate.PASS_NAME, reassociate.reassociate_reductions,
-                     "mark linalg reduction combiners reassoc so LLVM vectorizes them")
-register_python_pass(memref_copy.PASS_NAME, memref_copy.memref_copy_to_linalg,
-                     "memref.copy -> linalg.copy (loops instead of a runtime call)")
-register_python_pass(workspace.PASS_NAME, workspace.plan_workspace,
-                     "entry-function temporaries -> views of one workspace argument")
-register_python_pass(parallel.OUTLINE_PASS_NAME, parallel.outline_parallel_loops,
-                     "big top-level scf.parallel loops -> per-thread kernels + launch calls")
-register_python_pass(parallel.LAUNCHERS_PASS_NAME, parallel.emit_parallel_launchers,
-                     "define the launchers of outlined kernels with GOMP_parallel (LLVM dialect)")
-register_python_pass(math_approx.PASS_NAME, math_approx.approximate_math,
-                     "f32 math.exp/erf/tanh -> arith polynomials (vectorizable, no libm call)")
+_CPU_PASSES = [
+    (blas.PASS_NAME, blas.matmul_to_blas,
+     "f32 linalg.matmul/batch_matmul on memrefs -> host BLAS sgemm call"),
+    (reassociate.PASS_NAME, reassociate.reassociate_reductions,
+     "mark linalg reduction combiners reassoc so LLVM vectorizes them"),
+    (memref_copy.PASS_NAME, memref_copy.memref_copy_to_linalg,
+     "memref.copy -> linalg.copy (loops instead of a runtime call)"),
+    (workspace.PASS_NAME, workspace.plan_workspace,
+     "entry-function temporaries -> views of one workspace argument"),
+    (parallel.OUTLINE_PASS_NAME, parallel.outline_parallel_loops,
+     "big top-level scf.parallel loops -> per-thread kernels + launch calls"),
+    (parallel.LAUNCHERS_PASS_NAME, parallel.emit_parallel_launchers,
+     "define the launchers of outlined kernels with GOMP_parallel (LLVM dialect)"),
+    (math_approx.PASS_NAME, math_approx.approximate_math,
+     "f32 math.exp/erf/tanh -> arith polynomials (vectorizable, no libm call)"),
+]
+for _name, _fn, _description in _CPU_PASSES:
+    register_python_pass(_name, _fn, _description)
 
 BUFFERIZE = [
     reassociate.PASS_NAME,
