@@ -13,10 +13,10 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
 
 from ember.compiler.ir_walk import collect, has_symbol, named
+from .runtime_symbols import BLAS_SYMBOL, address
 
 PASS_NAME = "ember-matmul-to-blas"
 HELPER = "ember_sgemm"
-BLAS_SYMBOL = "sgemm_"
 
 _HELPER_IR = """
 llvm.func @sgemm_(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr,
@@ -204,6 +204,8 @@ def _emit_call(op, a, b, c, trans_a, trans_b, batched):
 
 
 def matmul_to_blas(module_op, pass_=None):
+    if address(BLAS_SYMBOL) is None:
+        return  # no MKL in this torch build: matmuls stay loop nests
     found = collect(module_op, named("linalg.matmul", "linalg.batch_matmul"))
     rewrites = [(o, _matmul_operands(o)) for o in found]
     rewrites = [(o, r) for o, r in rewrites if r is not None]

@@ -1,27 +1,11 @@
 """JIT an LLVM-dialect module with the MLIR ExecutionEngine and hand back a raw C function."""
 import ctypes
-import os
 import threading
 
 from torch_mlir.execution_engine import ExecutionEngine
 
 from ember.compiler.ir_walk import has_symbol
-from .blas import BLAS_SYMBOL
-from .parallel import RUNTIME_SYMBOLS as OPENMP_SYMBOLS
-
-# Runtime symbols the lowered code may call, and the torch library (already loaded by
-# torch, so the same MKL and the same OpenMP thread team) that provides each.
-_PROVIDERS = {BLAS_SYMBOL: "libtorch_cpu.so", **{s: "libgomp.so.1" for s in OPENMP_SYMBOLS}}
-_libraries = {}
-
-
-def _address(symbol):
-    name = _PROVIDERS[symbol]
-    if name not in _libraries:
-        import torch
-
-        _libraries[name] = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", name))
-    return ctypes.cast(getattr(_libraries[name], symbol), ctypes.c_void_p)
+from . import runtime_symbols
 
 
 class JitKernel:
@@ -34,9 +18,12 @@ class JitKernel:
 
     def __init__(self, module, entry, num_args, opt_level=3):
         self.engine = ExecutionEngine(module, opt_level=opt_level)
-        for symbol in _PROVIDERS:
+        for symbol in runtime_symbols.known_symbols():
             if has_symbol(module.operation, symbol):
-                self.engine.raw_register_runtime(symbol, _address(symbol))
+                address = runtime_symbols.address(symbol)
+                if address is None:
+                    raise RuntimeError(f"JIT: torch provides no '{symbol}' in this build")
+                self.engine.raw_register_runtime(symbol, address)
         address = self.engine.raw_lookup(entry)
         if not address:
             raise RuntimeError(f"JIT: entry function '{entry}' not found")

@@ -19,10 +19,10 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, func
 
 from ember.compiler.ir_walk import collect, is_identity_static_memref, named, symbol_name
+from .runtime_symbols import openmp_available
 
 OUTLINE_PASS_NAME = "ember-outline-parallel-loops"
 LAUNCHERS_PASS_NAME = "ember-emit-parallel-launchers"
-RUNTIME_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
 KERNEL_PREFIX = "ember_par_"
 LAUNCH_SUFFIX = "_launch"
 
@@ -191,6 +191,8 @@ def _outline_at(entry, loop, plan, name):
 
 
 def outline_parallel_loops(module_op, pass_=None):
+    if not openmp_available():
+        return  # a torch built without OpenMP: loops stay serial
     count = 0
     for entry in collect(module_op, named("func.func")):
         if "sym_visibility" in entry.attributes or not entry.regions[0].blocks:

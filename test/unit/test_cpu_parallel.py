@@ -53,3 +53,12 @@ def test_workspace_holds_no_state_between_calls():
         for _ in range(3):
             x = torch.randn(256, 512)
             torch.testing.assert_close(fast(x), block(x), rtol=1e-4, atol=1e-4)
+
+
+def test_without_openmp_or_blas_in_torch_loops_stay_serial(monkeypatch):
+    from ember.targets.cpu import runtime_symbols
+    monkeypatch.setattr(runtime_symbols, "_libraries", {"libgomp.so.1": None,
+                                                        "libtorch_cpu.so": None})
+    text = str(_lowered(block, torch.randn(256, 512)))
+    assert "GOMP_parallel" not in text and "sgemm_" not in text
+    assert_matches_eager(block, torch.randn(128, 512))  # a new shape: no cached kernel
