@@ -1,5 +1,6 @@
 """aten.convolution (2-D) as ops that reach fast kernels:
-  * groups == 1: im2col by strided slices, laid out (C*kh*kw, N*oh*ow) so that the whole
+  * groups == 1: im2col by strided slices (one permute for non-overlapping patches),
+    laid out (C*kh*kw, N*oh*ow) so that the whole
     batch is ONE GEMM `W (F, C*kh*kw) @ cols` (the BLAS path; no per-image weight copy),
     whose (F, N, oh*ow) result is permuted back to NCHW inside the fused epilogue;
   * depthwise (groups == C_in == C_out): a sum of shifted slices times per-channel
@@ -34,6 +35,11 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
         xt = xp.permute(1, 0, 2, 3)  # (c, n, h, w): the batch joins the GEMM's N
         if kh == kw == 1 and tuple(stride) == (1, 1):
             cols = xt.reshape(c, n * oh * ow)
+        elif tuple(stride) == (kh, kw) and tuple(dilation) == (1, 1):
+            # Non-overlapping patches (ViT / ConvNeXt patchify): im2col is one permute,
+            # not kh*kw slice copies (which LLVM unrolls into seconds of compile time).
+            xc = xp[:, :, :oh * kh, :ow * kw].reshape(n, c, oh, kh, ow, kw)
+            cols = xc.permute(1, 3, 5, 0, 2, 4).reshape(c * kh * kw, n * oh * ow)
         else:
             patches = torch.stack(list(_shifted_slices(xt, kh, kw, oh, ow, stride, dilation)), dim=1)
             cols = patches.reshape(c * kh * kw, n * oh * ow)  # (c, kh*kw) order = weight's

@@ -22,6 +22,7 @@ _conv1x1 = torch.nn.Conv2d(4, 8, 1)
 _conv_dil = torch.nn.Conv2d(3, 4, 3, padding=2, dilation=2)
 _conv_grouped = torch.nn.Conv2d(4, 6, 3, groups=2)  # keeps torch-mlir's own lowering
 _dwconv7 = torch.nn.Conv2d(8, 8, 7, padding=3, groups=8)
+_patchify = torch.nn.Conv2d(3, 8, 4, stride=4)  # ViT / ConvNeXt stems
 _ln = torch.nn.LayerNorm(16)
 _gn = torch.nn.GroupNorm(2, 4)
 _emb = torch.nn.Embedding(20, 8)
@@ -83,6 +84,8 @@ CASES = {
     "conv2d_stride": (_conv_s2, [R(2, 4, 9, 9)]),
     "conv2d_depthwise": (_dwconv, [R(1, 6, 8, 8)]),
     "conv2d_depthwise_7x7": (_dwconv7, [R(2, 8, 9, 9)]),
+    "conv2d_patchify": (_patchify, [R(2, 3, 16, 16)]),
+    "conv2d_patchify_cropped": (_patchify, [R(2, 3, 18, 17)]),  # rows/cols past the last patch
     "conv2d_1x1": (_conv1x1, [R(2, 4, 5, 5)]),
     "conv2d_dilated": (_conv_dil, [R(1, 3, 9, 9)]),
     "conv2d_grouped": (_conv_grouped, [R(1, 4, 7, 7)]),
