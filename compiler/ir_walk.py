@@ -23,6 +23,26 @@ def named(*names):
     return lambda o: o.name in names
 
 
+def defining_op(value):
+    """The ir.Operation defining `value`, or None for a block argument."""
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def constant_attr(value):
+    """The `value` attribute of the arith.constant defining `value`, or None."""
+    op = defining_op(value)
+    return op.attributes["value"] if op is not None and op.name == "arith.constant" else None
+
+
+def entry_functions(module_op):
+    """The module's public func.func definitions (kernels and helpers ember adds are
+    private)."""
+    return [o.operation for o in module_op.regions[0].blocks[0].operations
+            if o.operation.name == "func.func" and "sym_visibility" not in o.attributes
+            and o.regions[0].blocks]
+
+
 def symbol_name(op):
     """The op's `sym_name`, or None."""
     attrs = op.attributes

@@ -4,7 +4,7 @@ its weight; attention has one on K). The BLAS lowering turns the map into a tran
 """
 from torch_mlir import ir
 
-from ember.compiler.ir_walk import collect, int_array
+from ember.compiler.ir_walk import collect, defining_op, int_array
 
 PASS_NAME = "ember-fold-transpose-into-matmul"
 
@@ -23,7 +23,7 @@ def fold_transpose_into_matmul(module_op, pass_=None):
     for mm in candidates:
         perm, maps = _RULES[mm.name]
         b = mm.operands[1]
-        producer = None if isinstance(b.owner, ir.Block) else b.owner.operation
+        producer = defining_op(b)
         if producer is None or producer.name != "linalg.transpose":
             continue
         if int_array(producer, "permutation") != perm:

@@ -13,7 +13,7 @@ output; a member whose result is also read outside the group becomes a group of 
 """
 from torch_mlir import ir
 
-from ember.compiler.ir_walk import collect, named
+from ember.compiler.ir_walk import collect, defining_op as _defining_op, named
 from ember.dialects.fusion import GroupOp, YieldOp, GROUP_OP_NAME
 from .linalg_queries import classify, OpClass, is_clonable_into_group, is_reduction_generic
 
@@ -37,12 +37,6 @@ class _UnionFind:
         if ra != rb:
             self.parent[rb] = ra
         return ra
-
-
-def _defining_op(value):
-    """The ir.Operation defining `value`, or None for a block argument."""
-    owner = value.owner
-    return None if isinstance(owner, ir.Block) else owner.operation
 
 
 def _plan_groups(block):

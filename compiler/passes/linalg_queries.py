@@ -47,7 +47,7 @@ def is_clonable_into_group(op) -> bool:
     if op.name == "arith.constant":
         return not _is_tensor(op.results[0])
     if op.name == "linalg.fill":
-        from torch_mlir import ir
-        return all(not isinstance(v.owner, ir.Block) and is_clonable_into_group(v.owner.operation)
+        from ember.compiler.ir_walk import defining_op
+        return all(defining_op(v) is not None and is_clonable_into_group(defining_op(v))
                    for v in op.operands)
     return False

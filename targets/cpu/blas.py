@@ -12,7 +12,7 @@ batch and calls the column-major Fortran routine with row-major operands swapped
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
 
-from ember.compiler.ir_walk import collect, has_symbol, named
+from ember.compiler.ir_walk import collect, constant_attr, has_symbol, named
 from .runtime_symbols import BLAS_SYMBOL, address
 
 PASS_NAME = "ember-matmul-to-blas"
@@ -130,10 +130,7 @@ _NO_MEMORY_EFFECT = ("arith.constant", "memref.view", "memref.subview", "memref.
 
 
 def _is_zero_constant(value):
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
-        return False
-    attr = owner.operation.attributes["value"]
+    attr = constant_attr(value)
     return isinstance(attr, ir.FloatAttr) and attr.value == 0.0
 
 

@@ -18,7 +18,8 @@ another one simply runs on one thread.
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func
 
-from ember.compiler.ir_walk import collect, is_identity_static_memref, named, symbol_name
+from ember.compiler.ir_walk import (constant_attr, defining_op, entry_functions,
+                                    is_identity_static_memref, symbol_name)
 from .runtime_symbols import openmp_available
 
 OUTLINE_PASS_NAME = "ember-outline-parallel-loops"
@@ -38,16 +39,9 @@ _RECREATED = ("arith.constant", "memref.get_global", "memref.subview", "memref.e
               "memref.collapse_shape", "memref.reinterpret_cast", "memref.cast")
 
 
-def _defining_op(value):
-    owner = value.owner
-    return owner.operation if isinstance(owner, (ir.Operation, ir.OpView)) else None
-
-
 def _const_index(value):
-    owner = _defining_op(value)
-    if owner is None or owner.name != "arith.constant":
-        return None
-    return ir.IntegerAttr(owner.attributes["value"]).value
+    attr = constant_attr(value)
+    return None if attr is None else ir.IntegerAttr(attr).value
 
 
 def _trip_counts(loop):
@@ -114,14 +108,13 @@ class _Outline:
     """Plan for one loop: buffers passed as arguments, ops to re-create inside."""
 
     def __init__(self, loop):
-        self.loop = loop
         self.args, self.recreate = [], []
         self.ok = all(self._take(v) for v in _captured(loop))
 
     def _take(self, value, depth=0):
         if value in self.args or any(value in list(o.results) for o in self.recreate):
             return True
-        owner = _defining_op(value)
+        owner = defining_op(value)
         if owner is not None and owner.name in _RECREATED and depth < 8:
             if not all(self._take(v, depth + 1) for v in owner.operands):
                 return False
@@ -134,11 +127,6 @@ class _Outline:
 
 
 def _outline(entry, loop, plan, name):
-    with loop.location:
-        _outline_at(entry, loop, plan, name)
-
-
-def _outline_at(entry, loop, plan, name):
     i32, index = ir.IntegerType.get_signless(32), ir.IndexType.get()
     arg_types = [i32, i32] + [v.type for v in plan.args]
     with ir.InsertionPoint(entry):
@@ -194,9 +182,7 @@ def outline_parallel_loops(module_op, pass_=None):
     if not openmp_available():
         return  # a torch built without OpenMP: loops stay serial
     count = 0
-    for entry in collect(module_op, named("func.func")):
-        if "sym_visibility" in entry.attributes or not entry.regions[0].blocks:
-            continue  # only public entry functions (kernels and helpers are private)
+    for entry in entry_functions(module_op):
         body = entry.regions[0].blocks[0]
         loops = [o.operation for o in body.operations if o.operation.name == "scf.parallel"]
         for loop in loops:
@@ -206,7 +192,8 @@ def outline_parallel_loops(module_op, pass_=None):
             plan = _Outline(loop)
             if not plan.ok:
                 continue
-            _outline(entry, loop, plan, f"{KERNEL_PREFIX}{count}")
+            with loop.location:
+                _outline(entry, loop, plan, f"{KERNEL_PREFIX}{count}")
             count += 1
 
 

@@ -12,7 +12,7 @@ left on the module as `ember.workspace_bytes`.
 from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
-from ember.compiler.ir_walk import is_identity_static_memref
+from ember.compiler.ir_walk import entry_functions, is_identity_static_memref
 
 PASS_NAME = "ember-plan-workspace"
 SIZE_ATTR = "ember.workspace_bytes"
@@ -33,18 +33,17 @@ def _static_bytes(t):
 
 def _intervals(block):
     """(alloc op, first, last, bytes) for each plannable alloc of `block`."""
-    starts, ends, allocs = {}, {}, []
+    allocs, ends = [], {}
     for i, op in enumerate(block.operations):
         op = op.operation
         if op.name == "memref.alloc" and not list(op.operands):
             size = _static_bytes(op.results[0].type)
             if size is not None:
-                starts[op.results[0]] = i
-                allocs.append(op.operation)
+                allocs.append((op, i, size))
         elif op.name == "memref.dealloc":
             ends[op.operands[0]] = i
-    return [(a, starts[a.results[0]], ends[a.results[0]], _static_bytes(a.results[0].type))
-            for a in allocs if a.results[0] in ends]
+    return [(a, first, ends[a.results[0]], size)
+            for a, first, size in allocs if a.results[0] in ends]
 
 
 def _place(intervals):
@@ -65,9 +64,7 @@ def _place(intervals):
 
 
 def plan_workspace(module_op, pass_=None):
-    entries = [o.operation for o in module_op.regions[0].blocks[0].operations
-               if o.operation.name == "func.func" and "sym_visibility" not in o.attributes
-               and o.regions[0].blocks]
+    entries = entry_functions(module_op)
     if len(entries) != 1:
         return  # the runtime passes one workspace to one entry function
     entry = entries[0]
