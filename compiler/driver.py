@@ -1,69 +1,73 @@
-"""Compile one functionalized ATen FX graph into a runtime CompiledGraph."""
+"""Compile one functionalized ATen FX graph (no ATen-only ops left) into a CompiledGraph.
+
+In this process: plan the outputs (graph_outputs.py) and import the FX graph to torch-dialect
+IR. In the codegen worker (worker.py): everything that can abort, down to an object file.
+Back here: load the object and bind it to the runtime.
+"""
 import logging
 import os
 import time
 
 import torch
 
-from ember.errors import EmberUnsupportedError
+from ember.errors import EmberError, EmberUnsupportedError
 from ember.runtime import CompiledGraph, TensorSpec
-from ember.runtime.cache import GLOBAL_CACHE, KernelCache
+from ember.runtime.cache import GLOBAL_CACHE, graph_key
 from . import importer
-from .fusion import fuse
-from .pipeline import PipelineError
+from .graph_outputs import plan_outputs
+from .worker import CodegenCrash, compile_in_worker
 
 log = logging.getLogger("ember")
-_DUMP_DIR = os.environ.get("EMBER_DUMP_DIR")
 _dump_count = [0]
 
 
-def _dump(module, stage):
-    """With EMBER_DUMP_DIR set, keep each graph's IR at `stage` for ember-opt."""
-    if _DUMP_DIR:
-        os.makedirs(_DUMP_DIR, exist_ok=True)
-        _dump_count[0] += 1
-        path = os.path.join(_DUMP_DIR, f"graph{_dump_count[0]:03d}.{stage}.mlir")
-        with open(path, "w") as f:
-            f.write(str(module))
-        log.info("ember: wrote %s", path)
+class EmberCodegenError(EmberError):
+    """Code generation failed for a reason that names no ATen op (LLVM, a worker crash)."""
 
 
 def _output_specs(gm):
     out = next(n for n in gm.graph.nodes if n.op == "output")
-    leaves = torch.utils._pytree.tree_leaves(out.args)
-    return [TensorSpec.of(importer._val(n)) for n in leaves]
+    return [TensorSpec.of(importer._val(n)) for n in out.args[0]]
 
 
-def compile_graph(gm, example_inputs, target="cpu", stats=None):
-    """Return a CompiledGraph for `gm`; raise EmberUnsupportedError if it cannot lower."""
+def compile_graph(gm, example_inputs, target="cpu", options=None):
+    """Return a CompiledGraph for `gm`; raise EmberUnsupportedError naming the op it cannot
+    lower, or EmberCodegenError."""
     if target != "cpu":
         raise EmberUnsupportedError(f"target '{target}'", detail="only 'cpu' is available")
     input_specs = [TensorSpec.of(t) for t in example_inputs]
-    key = KernelCache.key(gm.code, input_specs, target)
-    return GLOBAL_CACHE.get_or_build(key, lambda: _build(gm, input_specs, stats))
+    key = graph_key(gm, input_specs, target, options or {})
+    return GLOBAL_CACHE.get_or_build(key, lambda: _build(gm, input_specs))
 
 
-def _build(gm, input_specs, stats):
-    from ember.targets.cpu import JitKernel, lower_to_llvm, workspace_bytes
+def _build(gm, input_specs):
+    from ember.targets.cpu.loader import LoadedKernel
 
-    stats = {} if stats is None else stats
+    plan, kernel_gm = plan_outputs(gm)
+    if kernel_gm is None:
+        return CompiledGraph(None, input_specs, [], plan)
     t0 = time.perf_counter()
-    module = importer.import_to_linalg(gm)
-    _dump(module, "linalg")
-    t1 = time.perf_counter()
-    output_specs = _output_specs(gm)
+    torch_ir = importer.import_to_torch_ir(kernel_gm)
+    dump_dir = os.environ.get("EMBER_DUMP_DIR") or None
+    _dump_count[0] += 1
     try:
-        fuse(module, stats)
-        lower_to_llvm(module)
-    except PipelineError as exc:
-        raise importer.unsupported_from_message(gm, str(exc)) from None
-    t2 = time.perf_counter()
-    scratch = workspace_bytes(module)
-    kernel = JitKernel(module, importer.ENTRY,
-                       len(input_specs) + len(output_specs) + (1 if scratch else 0))
-    t3 = time.perf_counter()
-    stats.update(import_s=t1 - t0, lower_s=t2 - t1, jit_s=t3 - t2)
+        reply = compile_in_worker({"torch_ir": torch_ir, "dump_dir": dump_dir,
+                                   "name": f"graph{_dump_count[0]:03d}"})
+    except CodegenCrash as exc:
+        raise EmberCodegenError(str(exc)) from None
+    if not reply["ok"]:
+        stage, message = reply["stage"], reply.get("message", "")
+        if stage == "lowerable":
+            raise importer.unsupported_from_leftovers(kernel_gm, reply["ops"])
+        if stage in ("import", "pipeline"):
+            raise importer.unsupported_from_message(kernel_gm, message)
+        raise EmberCodegenError(f"ember code generation failed ({stage}): {message.strip()}")
+    output_specs = _output_specs(kernel_gm)
+    num_args = len(input_specs) + len(output_specs) + (1 if reply["workspace_bytes"] else 0)
+    kernel = LoadedKernel(reply["object"], importer.ENTRY, num_args)
+    stats = reply["stats"]
     log.info("ember: compiled graph (%d nodes, %s kernels) in %.2fs "
-             "[import %.2fs, lower %.2fs, jit %.2fs]",
-             len(gm.graph.nodes), stats.get("kernels"), t3 - t0, t1 - t0, t2 - t1, t3 - t2)
-    return CompiledGraph(kernel, input_specs, output_specs, scratch)
+             "[import %.2fs, lower %.2fs, llvm %.2fs]", len(gm.graph.nodes),
+             stats.get("kernels"), time.perf_counter() - t0, stats.get("import_s", 0),
+             stats.get("lower_s", 0), stats.get("llvm_s", 0))
+    return CompiledGraph(kernel, input_specs, output_specs, plan, reply["workspace_bytes"])

@@ -3,10 +3,12 @@
 Failures are turned into EmberUnsupportedError naming the ATen op and its input shapes,
 found by matching torch-mlir's diagnostics against the graph's nodes.
 """
+import io
 import re
 
 import torch
 from torch_mlir import fx as torch_mlir_fx
+from torch_mlir.compiler_utils import OutputType
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_d
 from torch_mlir.extras.fx_importer import FxImporter
@@ -92,8 +94,42 @@ def check_graph_is_importable(gm):
                                             f"dtype {_val(node).dtype} not supported")
 
 
+def import_to_torch_ir(gm):
+    """FX graph -> torch-dialect MLIR bytecode (pure IR construction, in the user's process).
+
+    The lowering to linalg (which can crash on odd shapes) runs in the codegen worker."""
+    check_graph_is_importable(gm)
+    context = ir.Context()
+    torch_d.register_dialect(context)
+    diagnostics = []
+
+    def handler(d):
+        diagnostics.append(d.message)
+        return True
+
+    handle = context.attach_diagnostic_handler(handler)
+    try:
+        importer = FxImporter(context=context)
+        importer.import_stateless_graph(gm.graph, func_name=ENTRY)
+        buffer = io.BytesIO()
+        importer.module.operation.write_bytecode(buffer)
+        return buffer.getvalue()
+    except Exception as exc:
+        raise unsupported_from_message(gm, "\n".join(diagnostics) + f"\n{exc}") from None
+    finally:
+        handle.detach()
+
+
+def lower_torch_ir_to_linalg(module):
+    """torch dialect -> linalg-on-tensors in place (torch-mlir's backend pipelines).
+    Raises whatever torch-mlir raises; the caller maps it to the ATen op."""
+    torch_mlir_fx._module_lowering(False, False, OutputType.LINALG_ON_TENSORS, module)
+    return module
+
+
 def import_to_linalg(gm):
-    """Return an MLIR module (linalg-on-tensors) with function @forward."""
+    """Return an MLIR module (linalg-on-tensors) with function @forward, in this process
+    (tests and tools; ember's compile path lowers in the codegen worker)."""
     check_graph_is_importable(gm)
     context = ir.Context()
     torch_d.register_dialect(context)
@@ -123,14 +159,24 @@ _TM_TENSOR_SOURCES = {
 }
 
 
-def check_lowerable(gm, module):
-    """Raise for ops the linalg pipeline cannot bufferize and lower."""
+def leftover_ops(module):
+    """Names of ops the linalg pipeline cannot bufferize and lower, the one that stands for
+    the ATen op first (the walk visits nested ops first)."""
     found = [o.name for o in collect(module.operation,
                                      lambda o: o.name.startswith(("tm_tensor.", "torch.", "torch_c.")))]
+    found.sort(key=lambda n: (n not in _TM_TENSOR_SOURCES, n.endswith("yield")))
+    return found
+
+
+def unsupported_from_leftovers(gm, found):
+    op = _TM_TENSOR_SOURCES.get(found[0], found[0])
+    node = find_node(gm, op)
+    return EmberUnsupportedError(op, node_input_shapes(node) if node is not None else "",
+                                 f"lowers to {found[0]}, which ember's CPU pipeline lacks")
+
+
+def check_lowerable(gm, module):
+    """Raise for ops the linalg pipeline cannot bufferize and lower."""
+    found = leftover_ops(module)
     if found:
-        # The walk visits nested ops first: name the op that stands for the ATen op.
-        found.sort(key=lambda n: (n not in _TM_TENSOR_SOURCES, n.endswith("yield")))
-        op = _TM_TENSOR_SOURCES.get(found[0], found[0])
-        node = find_node(gm, op)
-        raise EmberUnsupportedError(op, node_input_shapes(node) if node is not None else "",
-                                    f"lowers to {found[0]}, which ember's CPU pipeline lacks")
+        raise unsupported_from_leftovers(gm, found)

@@ -1,60 +1,76 @@
 """The `ember` backend for torch.compile: Dynamo graph -> AOTAutograd -> ember kernels.
 
-Graphs ember cannot lower run eagerly (the functionalized ATen graph itself) after one
-warning naming the op; `options={"fallback": False}` or EMBER_STRICT=1 makes that an error.
+Never crash, never wrong: ops ember cannot lower run through ATen (compiler/graph_compiler.py)
+after one warning naming the op; any other failure inside ember (a bug, an MLIR or LLVM
+error, a crashed codegen worker) makes the whole graph run eagerly after one warning.
+`options={"fallback": False}` or EMBER_STRICT=1 turns both into errors.
 """
 import functools
 import logging
 import os
-import warnings
 
-import torch
 from torch._dynamo.backends.common import aot_autograd
 
 from ember.compiler.capture import decomposition_table
-from ember.errors import EmberUnsupportedError
+from ember.compiler.diagnostics import warn_once
+from ember.errors import EmberError
 
 log = logging.getLogger("ember")
-_warned = set()
-_KNOWN_OPTIONS = {"fallback", "target"}
+_OPTION_TYPES = {"fallback": bool, "target": str}
+_TARGETS = ("cpu", "cuda", "rocm")
 
 
 def _strict(options):
     if "fallback" in options:
         return not options["fallback"]
-    return os.environ.get("EMBER_STRICT", "0") not in ("", "0", "false", "False")
+    return os.environ.get("EMBER_STRICT", "0").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def validate_options(options):
+    options = dict(options or {})
+    unknown = set(options) - set(_OPTION_TYPES)
+    if unknown:
+        raise ValueError(f"ember: unknown option(s) {sorted(unknown)}; known: {sorted(_OPTION_TYPES)}")
+    for name, kind in _OPTION_TYPES.items():
+        if name in options and not isinstance(options[name], kind):
+            raise TypeError(f"ember: option {name!r} must be a {kind.__name__}, "
+                            f"got {options[name]!r}")
+    if options.get("target", "cpu") not in _TARGETS:
+        raise ValueError(f"ember: unknown target {options['target']!r}; known: {list(_TARGETS)}")
+    return options
 
 
 def _compile_or_fallback(gm, example_inputs, *, options):
-    from ember.compiler.driver import compile_graph
+    from ember.compiler.graph_compiler import compile_fx_graph
 
+    strict = _strict(options)
     try:
-        compiled = compile_graph(gm, example_inputs, target=options.get("target", "cpu"))
-    except EmberUnsupportedError as exc:
-        if _strict(options):
-            raise
-        key = (exc.op, exc.detail)
-        if key not in _warned:
-            _warned.add(key)
-            warnings.warn(f"{exc}; running this graph eagerly", stacklevel=2)
-        log.info("ember fallback: %s", exc)
+        return compile_fx_graph(gm, example_inputs, target=options.get("target", "cpu"),
+                                options=options, strict=strict)
+    except Exception as exc:
+        if strict:
+            if isinstance(exc, EmberError):
+                raise
+            raise EmberError(f"ember failed on this graph: {type(exc).__name__}: {exc}") from exc
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        what = "" if isinstance(exc, EmberError) else f"internal error {type(exc).__name__}: "
+        prefix = "" if first.startswith("ember") else "ember: "
+        warn_once((type(exc).__name__, first),
+                  f"{prefix}{what}{first}; running this graph eagerly", stacklevel=2)
+        log.info("ember fallback: %s", exc, exc_info=not isinstance(exc, EmberError))
         return gm  # the functionalized ATen graph runs eagerly
-
-    def run(*args):
-        return compiled(*args)
-
-    run._ember_compiled = compiled
-    return run
 
 
 def make_backend(options=None):
-    options = dict(options or {})
-    unknown = set(options) - _KNOWN_OPTIONS
-    if unknown:
-        raise ValueError(f"ember: unknown option(s) {sorted(unknown)}; known: {sorted(_KNOWN_OPTIONS)}")
+    options = validate_options(options)
     compiler = functools.partial(_compile_or_fallback, options=options)
-    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
-                        inference_compiler=compiler, decompositions=decomposition_table())
+    inner = aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
+                         inference_compiler=compiler, decompositions=decomposition_table())
+
+    def ember(gm, example_inputs, **kwargs):
+        return inner(gm, example_inputs, **kwargs)
+
+    return ember
 
 
 def ember_backend(gm, example_inputs, options=None, **kwargs):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import ember
-from ember.backend import _warned
+from ember.compiler.diagnostics import reset as reset_warnings
 
 
 def unsupported(x):
@@ -14,7 +14,7 @@ def unsupported(x):
 
 def test_fallback_warns_once_and_is_correct(monkeypatch):
     monkeypatch.delenv("EMBER_STRICT", raising=False)
-    _warned.clear()
+    reset_warnings()
     fast = ember.compile(unsupported)
     x = torch.randn(4, 8)
     with warnings.catch_warnings(record=True) as caught:

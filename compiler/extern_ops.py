@@ -1,0 +1,119 @@
+"""Which FX nodes run through ATen instead of an ember kernel, and why.
+
+By design (no warning, also in strict mode):
+  * random ops: they draw from torch's generator, so `torch.manual_seed` reproduces them,
+    the generator state advances and separately compiled graphs draw different numbers
+    (inductor's fallback_random behaves the same way); ember fuses what consumes them;
+  * integer division / remainder: eager raises ZeroDivisionError on a zero divisor, a
+    compiled loop would trap (SIGFPE) or return garbage;
+  * ops that yield no tensor (`item`, sizes).
+Because ember cannot lower them (a warning naming op, shapes and reason; an error in
+strict mode):
+  * ops known to have no lowering in ember's pipeline, and dtypes it does not compile.
+"""
+import operator
+
+import torch
+
+aten = torch.ops.aten
+
+_RANDOM_WORDS = ("rand", "bernoulli", "normal", "uniform", "exponential", "multinomial",
+                 "poisson", "geometric", "cauchy", "log_normal", "dropout")
+_INT_DIVISION = {"div", "remainder", "fmod", "floor_divide", "div_"}
+
+# Ops whose lowering is missing or known wrong in ember's pipeline today, with the reason.
+KNOWN_UNSUPPORTED = {
+    "sort": "lowers to tm_tensor.sort, which ember's CPU pipeline lacks",
+    "topk": "lowers to tm_tensor.topk, which ember's CPU pipeline lacks",
+    "cumprod": "lowers to tm_tensor.scan, which ember's CPU pipeline lacks",
+    "logcumsumexp": "lowers to tm_tensor.scan, which ember's CPU pipeline lacks",
+    "scatter_add": "lowers to tm_tensor.scatter, which ember's CPU pipeline lacks",
+    "scatter_reduce": "lowers to tm_tensor.scatter, which ember's CPU pipeline lacks",
+    "index_put": "lowers to tm_tensor.scatter, which ember's CPU pipeline lacks",
+    "index_add": "lowers to tm_tensor.scatter, which ember's CPU pipeline lacks",
+    "_embedding_bag": "torch-mlir's lowering drops per_sample_weights",
+    "_embedding_bag_forward_only": "torch-mlir's lowering drops per_sample_weights",
+    "median": "no linalg lowering",
+    "nanmedian": "no linalg lowering",
+    "kthvalue": "no linalg lowering",
+    "mode": "no linalg lowering",
+    "unique": "data-dependent output shape",
+    "_unique2": "data-dependent output shape",
+    "nonzero": "data-dependent output shape",
+    "masked_select": "data-dependent output shape",
+    "roll": "one-shot-bufferize fails on its lowering",
+    "adaptive_avg_pool3d": "one-shot-bufferize fails on its lowering",
+    "_adaptive_avg_pool3d": "one-shot-bufferize fails on its lowering",
+    "adaptive_max_pool3d": "ember-form-fusion-groups cannot group its lowering yet",
+}
+
+SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.bool,
+                    torch.int8, torch.uint8, torch.int16}
+
+
+def _val(node):
+    return node.meta.get("val", node.meta.get("example_value"))
+
+
+def op_name(node):
+    """'aten.sort' for aten.sort.default; the packet name of the node's target."""
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target.namespace}.{target._schema.name.split('::')[-1]}"
+    return getattr(target, "__name__", str(target))
+
+
+def _base_name(node):
+    return op_name(node).split(".")[-1]
+
+
+def _tensors(value):
+    return [v for v in torch.utils._pytree.tree_leaves(value) if isinstance(v, torch.Tensor)]
+
+
+def _arg_tensors(node):
+    vals = [_val(a) for a in torch.utils._pytree.tree_leaves((node.args, node.kwargs))
+            if isinstance(a, torch.fx.Node)]
+    return [v for v in vals if isinstance(v, torch.Tensor)]
+
+
+def classify(node):
+    """None if ember compiles `node`; else ('design' | 'unsupported', reason)."""
+    if node.op != "call_function":
+        return None
+    if node.target is operator.getitem:
+        return None  # follows its source (see extern_nodes)
+    val = _val(node)
+    outs = _tensors(val)
+    if not outs:
+        return ("design", "it yields no tensor")
+    name = _base_name(node)
+    if any(word in name for word in _RANDOM_WORDS):
+        return ("design", "random ops draw from torch's generator")
+    ins = _arg_tensors(node)
+    if name in _INT_DIVISION and any(not t.dtype.is_floating_point for t in outs + ins):
+        return ("design", "integer division raises ZeroDivisionError on zero, as in eager")
+    if name in KNOWN_UNSUPPORTED:
+        return ("unsupported", KNOWN_UNSUPPORTED[name])
+    for t in outs + ins:
+        if t.dtype not in SUPPORTED_DTYPES:
+            return ("unsupported", f"dtype {str(t.dtype).replace('torch.', '')} is not compiled")
+        if t.device.type != "cpu":
+            return ("unsupported", f"device {t.device} for target cpu")
+    return None
+
+
+def extern_nodes(gm):
+    """{node: (kind, reason)} for every node that runs through ATen by the static rules."""
+    out = {}
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node):
+            if node.args[0] in out:
+                out[node] = out[node.args[0]]
+            continue
+        why = classify(node)
+        if why is not None:
+            out[node] = why
+    return out

@@ -1,0 +1,184 @@
+"""One AOTAutograd graph -> a callable: ember kernels where possible, ATen where not.
+
+    graph:  a = mm(x, w); b = sort(a); c = relu(b.values) * 2
+    result: ember_0(x, w) -> a; b = aten.sort(a) (ATen); ember_1(b.values) -> c
+
+Nodes that must run through ATen (compiler/extern_ops.py) split the graph into
+partitions (torch.fx's CapabilityBasedPartitioner, no cycles); each partition is compiled
+(compiler/driver.py). A partition that fails naming an ATen op sends that op to ATen and
+the partitioning is redone (a few rounds); a failure that names no op, or a crash of the
+codegen worker, sends the partition's nodes to ATen. The warning names each op once.
+"""
+import logging
+import operator
+
+import torch
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from ember.errors import EmberError, EmberUnsupportedError
+from . import extern_ops, importer
+from .diagnostics import warn_once
+from .driver import compile_graph
+from .graph_outputs import _copy_graph
+
+log = logging.getLogger("ember")
+_MAX_ROUNDS = 6
+
+
+class _NotExtern(OperatorSupportBase):
+    def __init__(self, extern):
+        self.extern = extern
+
+    def is_node_supported(self, submodules, node):
+        return node.op == "call_function" and node not in self.extern
+
+
+class _CompiledSubgraph(torch.nn.Module):
+    def __init__(self, compiled):
+        super().__init__()
+        self.compiled = compiled
+
+    def forward(self, *args):
+        return self.compiled(*args)
+
+
+def _val(node):
+    return node.meta.get("val", node.meta.get("example_value"))
+
+
+def zero_size_tensors(gm):
+    """Whether any value of the graph has a zero-length dimension: nothing to compute, and
+    ATen has the exact semantics of degenerate shapes ((3,0)@(0,4) is zeros(3,4))."""
+    for node in gm.graph.nodes:
+        for v in torch.utils._pytree.tree_leaves(_val(node)):
+            if isinstance(v, torch.Tensor) and v.numel() == 0:
+                return True
+    return False
+
+
+def symbolic_reason(gm):
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        v = _val(node)
+        if isinstance(v, torch.SymInt) or (isinstance(v, torch.Tensor) and any(
+                not isinstance(s, int) for s in v.shape)):
+            shape = tuple(v.shape) if isinstance(v, torch.Tensor) else v
+            return EmberUnsupportedError(f"graph input '{node.name}'", str(shape),
+                                         "symbolic (dynamic) shapes are not supported yet")
+    return None
+
+
+def _warn_unsupported(extern, where):
+    """One warning per unsupported ATen op (getitems follow their source, unnamed)."""
+    for node, (kind, err) in extern.items():
+        if kind == "unsupported" and node.target is not operator.getitem:
+            _warn(err, where)
+
+
+def _warn(exc, where):
+    key = (exc.op, exc.detail.splitlines()[0] if exc.detail else "")
+    first, _, rest = str(exc).partition("\n")
+    warn_once(key, f"{first}; {where}" + (f"\n{rest}" if rest else ""), stacklevel=5)
+    log.info("ember fallback: %s", exc)
+
+
+def _nodes_for_error(exc, nodes):
+    """Nodes of a failing partition that the error names (by ATen op)."""
+    op = exc.op if isinstance(exc, EmberUnsupportedError) else None
+    if not op:
+        return []
+    base = op.split(".")[-1]
+    return [n for n in nodes if n.op == "call_function"
+            and extern_ops.op_name(n).split(".")[-1] == base]
+
+
+def _describe_node_error(node, reason):
+    return EmberUnsupportedError(extern_ops.op_name(node), importer.node_input_shapes(node),
+                                 reason)
+
+
+def compile_fx_graph(gm, example_inputs, *, target, options, strict):
+    """Return a callable with the graph's semantics; raise in strict mode when an op must
+    run through ATen because ember cannot lower it."""
+    if zero_size_tensors(gm):
+        log.info("ember: graph with zero-size tensors runs through ATen")
+        return gm
+    exc = symbolic_reason(gm)
+    if exc is not None:
+        raise exc
+    extern = {}  # node -> (kind, reason)
+    for node, (kind, reason) in extern_ops.extern_nodes(gm).items():
+        extern[node] = (kind, _describe_node_error(node, reason))
+    for node, (kind, err) in extern.items():
+        if kind == "unsupported":
+            if strict:
+                raise err
+    if not extern:
+        try:
+            return compile_graph(gm, example_inputs, target, options)
+        except Exception as exc:
+            if strict:
+                raise
+            if not isinstance(exc, EmberError):
+                log.debug("ember: graph failed", exc_info=True)
+                exc = EmberError(f"internal error: {type(exc).__name__}: {exc}")
+            culprits = _nodes_for_error(exc, list(gm.graph.nodes))
+            err = exc if isinstance(exc, EmberUnsupportedError) else EmberUnsupportedError(
+                "the graph", "", str(exc))
+            for n in culprits or [n for n in gm.graph.nodes if n.op == "call_function"]:
+                extern[n] = ("unsupported", err)
+            if not culprits:
+                _warn(err, "this graph runs through ATen (eager)")
+                return gm
+    for _ in range(_MAX_ROUNDS):
+        result, failure = _try_partitioned(gm, extern, target, options)
+        if failure is None:
+            _warn_unsupported(extern, "it runs through ATen (eager); the rest of the graph "
+                                      "stays compiled")
+            return result
+        exc, part_nodes = failure
+        if strict:
+            raise exc
+        culprits = _nodes_for_error(exc, part_nodes) or part_nodes
+        err = exc if isinstance(exc, EmberUnsupportedError) else EmberUnsupportedError(
+            "a partition", "", str(exc))
+        for n in culprits:
+            extern[n] = ("unsupported", err)
+        for n in gm.graph.nodes:  # getitems follow their source
+            if n.op == "call_function" and n.target is operator.getitem and n.args[0] in extern:
+                extern[n] = extern[n.args[0]]
+    _warn_unsupported(extern, "it runs through ATen (eager)")
+    return gm
+
+
+def _try_partitioned(gm, extern, target, options):
+    """(runnable GraphModule, None) or (None, (error, nodes of the failing partition))."""
+    work = torch.fx.GraphModule(gm, _copy_graph(gm.graph))
+    names = {n.name: n for n in work.graph.nodes}
+    work_extern = {names[n.name] for n in extern}
+    partitioner = CapabilityBasedPartitioner(work, _NotExtern(work_extern),
+                                             allows_single_node_partition=True)
+    partitions = partitioner.propose_partitions()
+    originals = {n.name: n for n in gm.graph.nodes}
+    part_nodes = {}
+    for i, p in enumerate(partitions):
+        part_nodes[i] = [originals[n.name] for n in p.nodes]
+    fused = partitioner.fuse_partitions(partitions, prefix="ember_")
+    for node in list(fused.graph.nodes):
+        if node.op != "call_module" or not node.target.startswith("ember_"):
+            continue
+        sub = getattr(fused, node.target)
+        inputs = [_val(a) for a in node.args]
+        try:
+            compiled = compile_graph(sub, inputs, target, options)
+        except Exception as exc:  # a bug in ember must not cost more than this partition
+            if not isinstance(exc, EmberError):
+                log.debug("ember: partition failed", exc_info=True)
+                exc = EmberError(f"internal error: {type(exc).__name__}: {exc}")
+            index = int(node.target.split("_")[-1])
+            return None, (exc, part_nodes.get(index, []))
+        setattr(fused, node.target, _CompiledSubgraph(compiled))
+    fused.recompile()
+    return fused, None
