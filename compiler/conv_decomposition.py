@@ -9,6 +9,7 @@ Anything else (transposed, other group counts, 1-D/3-D) keeps torch-mlir's lower
 """
 import torch
 import torch.nn.functional as F
+from torch._prims_common import suggest_memory_format
 
 aten = torch.ops.aten
 
@@ -22,8 +23,16 @@ def _shifted_slices(xp, kh, kw, oh, ow, stride, dilation):
                      j * dw: j * dw + sw * (ow - 1) + 1: sw]
 
 
+def _pair(values):
+    """ATen passes one value for all spatial dims as a 1-list (stride=[2], padding=[0])."""
+    values = list(values)
+    return values * 2 if len(values) == 1 else values
+
+
 def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    if transposed or x.dim() != 4 or len(stride) != 2:
+    stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
+    if transposed or x.dim() != 4 or weight.dim() != 4 or len(stride) != 2 \
+            or len(padding) != 2 or len(dilation) != 2:
         return NotImplemented
     n, c, h, w = x.shape
     f, cg, kh, kw = weight.shape
@@ -57,9 +66,19 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
         out = out.reshape(n, f, oh * ow)
         if bias is not None:
             out = out + bias.reshape(1, f, 1)
-        return out.reshape(n, f, oh, ow)
+        return _eager_layout(out.reshape(n, f, oh, ow), x, weight)
     else:
         return NotImplemented
     if bias is not None:
         out = out + bias.reshape(1, f, 1, 1)
-    return out
+    return _eager_layout(out, x, weight)
+
+
+def _eager_layout(out, x, weight):
+    """Give the result the memory format eager's CPU convolution returns: channels_last
+    when the input or the weight is channels_last, else contiguous. The copy is a plain
+    elementwise op that fuses into the epilogue; without it a returned conv result had
+    the strides of the GEMM's permuted output."""
+    channels_last = torch.channels_last in (suggest_memory_format(x), suggest_memory_format(weight))
+    return out.contiguous(memory_format=torch.channels_last if channels_last
+                          else torch.contiguous_format)

@@ -15,6 +15,8 @@ import operator
 
 import torch
 
+from .low_precision import EXTERN_TAG
+
 aten = torch.ops.aten
 
 _RANDOM_WORDS = ("rand", "bernoulli", "normal", "uniform", "exponential", "multinomial",
@@ -83,6 +85,8 @@ def classify(node):
         return None
     if node.target is operator.getitem:
         return None  # follows its source (see extern_nodes)
+    if EXTERN_TAG in node.meta:  # placed by an ember rewrite (low_precision.py)
+        return ("design", node.meta[EXTERN_TAG])
     val = _val(node)
     outs = _tensors(val)
     if not outs:

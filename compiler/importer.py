@@ -4,6 +4,7 @@ Failures are turned into EmberUnsupportedError naming the ATen op and its input 
 found by matching torch-mlir's diagnostics against the graph's nodes.
 """
 import io
+import logging
 import re
 
 import torch
@@ -94,6 +95,20 @@ def check_graph_is_importable(gm):
                                             f"dtype {_val(node).dtype} not supported")
 
 
+def new_fx_importer(context):
+    """FxImporter(context), without the side effect of its module-level `logging.debug`:
+    with no root handler that call runs logging.basicConfig(), which made every ember
+    log line print twice (TORCH_LOGS="+ember") and changed the user's root logger."""
+    root = logging.getLogger()
+    before = list(root.handlers)
+    try:
+        return FxImporter(context=context)
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in before:
+                root.removeHandler(handler)
+
+
 def import_to_torch_ir(gm):
     """FX graph -> torch-dialect MLIR bytecode (pure IR construction, in the user's process).
 
@@ -109,7 +124,7 @@ def import_to_torch_ir(gm):
 
     handle = context.attach_diagnostic_handler(handler)
     try:
-        importer = FxImporter(context=context)
+        importer = new_fx_importer(context)
         importer.import_stateless_graph(gm.graph, func_name=ENTRY)
         buffer = io.BytesIO()
         importer.module.operation.write_bytecode(buffer)
@@ -143,7 +158,7 @@ def import_to_linalg(gm):
     try:
         module = torch_mlir_fx.stateless_fx_import(
             gm, output_type="linalg-on-tensors", model_name=ENTRY,
-            fx_importer=FxImporter(context=context))
+            fx_importer=new_fx_importer(context))
     except Exception as exc:  # torch-mlir raises several types; all mean 'cannot lower'
         raise unsupported_from_message(gm, "\n".join(diagnostics) + f"\n{exc}") from None
     finally:

@@ -11,7 +11,8 @@ from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
 from ember.dialects import load_ember_dialects
-from .passes import PYTHON_PASSES, PIPELINE_ALIASES
+from .ir_walk import collect
+from .passes import PASS_REQUIREMENTS, PYTHON_PASSES, PIPELINE_ALIASES
 
 log = logging.getLogger("ember.pipeline")
 
@@ -73,6 +74,43 @@ def _failure(element, diagnostics, exc, prefix=""):
     return PipelineError(element, prefix + "\n".join(diagnostics + [str(exc)]))
 
 
+def _has_tensor_values(op):
+    return any(isinstance(v.type, ir.RankedTensorType) or isinstance(v.type, ir.UnrankedTensorType)
+               for v in list(op.operands) + list(op.results))
+
+
+def _check_distinct_results(element, module):
+    """buffer-results-to-out-params segfaults on a function that returns one value twice
+    (or returns an argument): refuse such IR with a diagnostic instead."""
+    for ret in collect(module.operation, lambda o: o.name == "func.return"):
+        seen = []
+        for value in ret.operands:
+            if not isinstance(value.type, ir.MemRefType):
+                continue
+            if value in seen or isinstance(value.owner, ir.Block):
+                why = "returns the same value twice" if value in seen else "returns an argument"
+                raise PipelineError(element, f"{ret.location}: error: '{element}' cannot "
+                                    f"take a function that {why} (ember returns each "
+                                    "distinct computed value once)")
+            seen.append(value)
+
+
+def check_requirements(element, module):
+    """Raise PipelineError when `element` cannot act on `module` (e.g. a bufferized-IR
+    pass on tensor IR), with the location of the first op that shows it."""
+    if element.startswith("buffer-results-to-out-params"):
+        _check_distinct_results(element, module)
+    if PASS_REQUIREMENTS.get(element) != "bufferized":
+        return
+    found = collect(module.operation, lambda o: o.name != "func.func" and
+                    _has_tensor_values(o.operation))
+    if found:
+        op = found[0]
+        raise PipelineError(element, f"{op.location}: error: '{element}' runs on bufferized "
+                            f"IR (memrefs), but '{op.name}' works on tensors; run "
+                            "one-shot-bufferize (or the ember CPU pipeline) first")
+
+
 def run_pipeline(module, elements, *, print_ir_after_all=False, stage="pipeline"):
     """Run `elements` on `module` in place; raise PipelineError naming the failing pass."""
     elements = expand(elements)
@@ -95,6 +133,7 @@ def run_pipeline(module, elements, *, print_ir_after_all=False, stage="pipeline"
                 # One pass manager per element so that a failure names its pass.
                 for e in elements:
                     if e in PYTHON_PASSES:
+                        check_requirements(e, module)
                         # Called directly so that a Python error keeps its traceback.
                         PYTHON_PASSES[e](module.operation, None)
                         try:
@@ -102,6 +141,7 @@ def run_pipeline(module, elements, *, print_ir_after_all=False, stage="pipeline"
                         except Exception as exc:
                             raise _failure(e, diagnostics, exc, "produced invalid IR: ") from None
                         continue
+                    check_requirements(e, module)
                     try:
                         _pass_manager([e]).run(module.operation)
                     except Exception as exc:  # MLIRError carries the diagnostics

@@ -10,10 +10,11 @@ import logging
 import os
 
 from torch._dynamo.backends.common import aot_autograd
+from torch._dynamo.exc import ShortenTraceback, TensorifyScalarRestartAnalysis
 
 from ember.compiler.capture import decomposition_table
 from ember.compiler.diagnostics import warn_once
-from ember.errors import EmberError
+from ember.errors import EmberError, EmberUnsupportedError
 
 log = logging.getLogger("ember")
 _OPTION_TYPES = {"fallback": bool, "target": str}
@@ -40,6 +41,40 @@ def validate_options(options):
     return options
 
 
+class EmberStrictError(EmberError, ShortenTraceback):
+    """Strict mode's error. A ShortenTraceback passes through Dynamo unwrapped, so the
+    user's first line is ember's message, not "backend='...' raised:"."""
+
+    def __init__(self, message):
+        ShortenTraceback.__init__(self, message, first_useful_frame=None)
+
+
+class EmberStrictUnsupportedError(EmberStrictError, EmberUnsupportedError):
+    def __init__(self, exc):
+        self.op, self.shapes, self.detail = exc.op, exc.shapes, exc.detail
+        EmberStrictError.__init__(self, str(exc))
+
+
+def strict_error(exc):
+    """The exception strict mode raises for `exc` (any error inside ember)."""
+    if isinstance(exc, EmberStrictError):
+        return exc
+    if isinstance(exc, EmberUnsupportedError):
+        return EmberStrictUnsupportedError(exc)
+    if isinstance(exc, EmberError):
+        return EmberStrictError(str(exc))
+    return EmberStrictError(f"ember failed on this graph: {type(exc).__name__}: {exc}")
+
+
+def _warn_fallback(exc):
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    what = "" if isinstance(exc, EmberError) else f"internal error {type(exc).__name__}: "
+    prefix = "" if first.startswith("ember") else "ember: "
+    warn_once((type(exc).__name__, first),
+              f"{prefix}{what}{first}; running this graph eagerly", stacklevel=4)
+    log.info("ember fallback: %s", exc, exc_info=not isinstance(exc, EmberError))
+
+
 def _compile_or_fallback(gm, example_inputs, *, options):
     from ember.compiler.graph_compiler import compile_fx_graph
 
@@ -49,15 +84,8 @@ def _compile_or_fallback(gm, example_inputs, *, options):
                                 options=options, strict=strict)
     except Exception as exc:
         if strict:
-            if isinstance(exc, EmberError):
-                raise
-            raise EmberError(f"ember failed on this graph: {type(exc).__name__}: {exc}") from exc
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        what = "" if isinstance(exc, EmberError) else f"internal error {type(exc).__name__}: "
-        prefix = "" if first.startswith("ember") else "ember: "
-        warn_once((type(exc).__name__, first),
-                  f"{prefix}{what}{first}; running this graph eagerly", stacklevel=2)
-        log.info("ember fallback: %s", exc, exc_info=not isinstance(exc, EmberError))
+            raise strict_error(exc) from exc
+        _warn_fallback(exc)
         return gm  # the functionalized ATen graph runs eagerly
 
 
@@ -68,7 +96,17 @@ def make_backend(options=None):
                          inference_compiler=compiler, decompositions=decomposition_table())
 
     def ember(gm, example_inputs, **kwargs):
-        return inner(gm, example_inputs, **kwargs)
+        # AOTAutograd's tracing (decompositions, functionalization) can fail too: the
+        # Dynamo graph then runs as it is, eagerly.
+        try:
+            return inner(gm, example_inputs, **kwargs)
+        except TensorifyScalarRestartAnalysis:
+            raise  # Dynamo's own control flow
+        except Exception as exc:
+            if _strict(options):
+                raise strict_error(exc) from exc
+            _warn_fallback(exc)
+            return gm.forward
 
     return ember
 

@@ -33,6 +33,12 @@ PASS_DESCRIPTIONS = {
 }
 
 
-def register_python_pass(name, fn, description=""):
+# name -> what the pass needs of its input IR ("bufferized": no tensor values left).
+PASS_REQUIREMENTS = {}
+
+
+def register_python_pass(name, fn, description="", requires=None):
     PYTHON_PASSES[name] = fn
     PASS_DESCRIPTIONS[name] = description
+    if requires:
+        PASS_REQUIREMENTS[name] = requires

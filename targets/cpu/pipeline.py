@@ -3,24 +3,27 @@ from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
 from . import blas, math_approx, memref_copy, parallel, reassociate, workspace
 
+# (name, pass, description, what it needs of its input: on tensor IR the bufferized-IR
+# passes would find nothing to do, so ember-opt reports that instead of a silent no-op)
 _CPU_PASSES = [
     (blas.PASS_NAME, blas.matmul_to_blas,
-     "f32 linalg.matmul/batch_matmul on memrefs -> host BLAS sgemm call"),
+     "f32 linalg.matmul/batch_matmul on memrefs -> host BLAS sgemm call", "bufferized"),
     (reassociate.PASS_NAME, reassociate.reassociate_reductions,
-     "mark linalg reduction combiners reassoc so LLVM vectorizes them"),
+     "mark linalg reduction combiners reassoc so LLVM vectorizes them", None),
     (memref_copy.PASS_NAME, memref_copy.memref_copy_to_linalg,
-     "memref.copy -> linalg.copy (loops instead of a runtime call)"),
+     "memref.copy -> linalg.copy (loops instead of a runtime call)", "bufferized"),
     (workspace.PASS_NAME, workspace.plan_workspace,
-     "entry-function temporaries -> views of one workspace argument"),
+     "entry-function temporaries -> views of one workspace argument", "bufferized"),
     (parallel.OUTLINE_PASS_NAME, parallel.outline_parallel_loops,
-     "big top-level scf.parallel loops -> per-thread kernels + launch calls"),
+     "big top-level scf.parallel loops -> per-thread kernels + launch calls", "bufferized"),
     (parallel.LAUNCHERS_PASS_NAME, parallel.emit_parallel_launchers,
-     "define the launchers of outlined kernels with GOMP_parallel (LLVM dialect)"),
+     "define the launchers of outlined kernels with GOMP_parallel (LLVM dialect)",
+     "bufferized"),
     (math_approx.PASS_NAME, math_approx.approximate_math,
-     "f32 math.exp/erf/tanh -> arith polynomials (vectorizable, no libm call)"),
+     "f32 math.exp/erf/tanh -> arith polynomials (vectorizable, no libm call)", None),
 ]
-for _name, _fn, _description in _CPU_PASSES:
-    register_python_pass(_name, _fn, _description)
+for _name, _fn, _description, _requires in _CPU_PASSES:
+    register_python_pass(_name, _fn, _description, _requires)
 
 BUFFERIZE = [
     reassociate.PASS_NAME,
