@@ -7,7 +7,9 @@ import torch
 from torch._decomp import get_decompositions
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table as _torch_mlir_table
 
+from .batch_norm_decomposition import make_batch_norm_decompositions
 from .conv_decomposition import convolution
+from .nan_decompositions import NAN_DECOMPOSITIONS
 
 aten = torch.ops.aten
 
@@ -75,52 +77,6 @@ def _cumsum(x, dim, *, dtype=None):
     return (moved * mask).sum(-1).movedim(-1, dim)
 
 
-def _select_bound(out, bound, outside):
-    """where(outside | isnan(bound), bound, out); a scalar bound's NaN test runs here."""
-    if isinstance(bound, torch.Tensor):
-        return torch.where(outside | torch.isnan(bound), bound, out)
-    if bound != bound:  # NaN scalar bound: every element is NaN
-        return torch.full_like(out, bound, dtype=torch.result_type(out, bound))
-    return torch.where(outside, bound, out)
-
-
-def _clamp(x, min=None, max=None):
-    """clamp as selects that keep NaN: `x < lo` is false for NaN, so NaN passes through
-    (torch-mlir's max/min-based lowering turned clamp(NaN, -1, 1) into -1). A NaN bound
-    gives NaN, as in eager."""
-    out = x
-    if min is not None:
-        out = _select_bound(out, min, out < min)
-    if max is not None:
-        out = _select_bound(out, max, out > max)
-    return out
-
-
-def _clamp_min(x, min):
-    return _clamp(x, min=min)
-
-
-def _clamp_max(x, max):
-    return _clamp(x, max=max)
-
-
-def _maximum(a, b):
-    """NaN in either operand gives NaN (eager's maximum), ties give either (equal)."""
-    return torch.where((a > b) | torch.isnan(a), a, b)
-
-
-def _minimum(a, b):
-    return torch.where((a < b) | torch.isnan(a), a, b)
-
-
-_NAN_PROPAGATING = {
-    aten.clamp.default: _clamp, aten.clamp.Tensor: _clamp,
-    aten.clamp_min.default: _clamp_min, aten.clamp_min.Tensor: _clamp_min,
-    aten.clamp_max.default: _clamp_max, aten.clamp_max.Tensor: _clamp_max,
-    aten.maximum.default: _maximum, aten.minimum.default: _minimum,
-}
-
-
 def decomposition_table():
     table = dict(_torch_mlir_table())
     table.update(get_decompositions(_EXTRA))
@@ -129,5 +85,6 @@ def decomposition_table():
             table.pop(getattr(op, overload), None)
     table[aten.cumsum.default] = _cumsum
     table[aten.convolution.default] = convolution
-    table.update(_NAN_PROPAGATING)
+    table.update(NAN_DECOMPOSITIONS)
+    table.update(make_batch_norm_decompositions(dict(table)))
     return table

@@ -15,6 +15,7 @@ import operator
 
 import torch
 
+from . import importer
 from .low_precision import EXTERN_TAG
 
 aten = torch.ops.aten
@@ -58,11 +59,8 @@ def _val(node):
 
 
 def op_name(node):
-    """'aten.sort' for aten.sort.default; the packet name of the node's target."""
-    target = node.target
-    if isinstance(target, torch._ops.OpOverload):
-        return f"{target.namespace}.{target._schema.name.split('::')[-1]}"
-    return getattr(target, "__name__", str(target))
+    """'aten.sort' for aten.sort.default: the packet name of the node's target."""
+    return importer.overload_name(node.target)
 
 
 def _base_name(node):

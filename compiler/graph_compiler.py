@@ -91,11 +91,11 @@ def _nodes_for_error(exc, nodes):
         return []
     base = op.split(".")[-1]
     return [n for n in nodes if n.op == "call_function"
-            and extern_ops.op_name(n).split(".")[-1] == base]
+            and importer.user_op_name(n).split(".")[-1] == base]
 
 
 def _describe_node_error(node, reason):
-    return EmberUnsupportedError(extern_ops.op_name(node), importer.node_input_shapes(node),
+    return EmberUnsupportedError(importer.user_op_name(node), importer.node_input_shapes(node),
                                  reason)
 
 

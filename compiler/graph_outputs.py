@@ -148,8 +148,7 @@ def plan_outputs(gm):
         plan.entries.append(("kernel", bases.index(base), chain))
     if not bases:
         return plan, None
-    new_gm = torch.fx.GraphModule(gm, torch.fx.Graph())
-    new_gm.graph = _copy_graph(gm.graph)
+    new_gm = torch.fx.GraphModule(gm, _copy_graph(gm.graph))  # copies get_attr constants
     kgraph = new_gm.graph
     kout = next(n for n in kgraph.nodes if n.op == "output")
     names = {n.name: n for n in kgraph.nodes}

@@ -40,6 +40,29 @@ def node_input_shapes(node):
                      for a in node.args)
 
 
+def overload_name(target):
+    """'aten.sort' for aten.sort.default (the packet's name), else the target's name."""
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target.namespace}.{target._schema.name.split('::')[-1]}"
+    return getattr(target, "__name__", str(target))
+
+
+def user_op_name(node):
+    """The op as the user wrote it: AOTAutograd's decompositions keep the original in
+    meta['original_aten'] (index_add decomposes to index_put, which the user never
+    called)."""
+    original = node.meta.get("original_aten")
+    return overload_name(original if isinstance(original, torch._ops.OpOverload)
+                         else node.target)
+
+
+def _named_error(node, op, detail):
+    """EmberUnsupportedError for `op` found at `node` (None: unknown), in the user's name."""
+    if node is None:
+        return EmberUnsupportedError(op, "", detail)
+    return EmberUnsupportedError(user_op_name(node), node_input_shapes(node), detail)
+
+
 def find_node(gm, op_name):
     """First call_function node whose target is ATen op `op_name` (e.g. 'aten.cumsum')."""
     base = op_name.split(".")[-1]
@@ -56,14 +79,15 @@ def unsupported_from_message(gm, message):
     m = _OP_IN_DIAGNOSTIC.search(message)
     if m:
         op = f"aten.{m.group(2)}" if m.group(1) == "aten" else f"{m.group(1)}.{m.group(2)}"
-        node = find_node(gm, op)
-        shapes = node_input_shapes(node) if node is not None else ""
-        return EmberUnsupportedError(op, shapes, _diagnostic_head(message))
+        return _named_error(find_node(gm, op), op, _diagnostic_head(message))
     return EmberUnsupportedError("the graph", "", _diagnostic_head(message))
 
 
 def _diagnostic_head(message, max_lines=12):
     """The informative head of a diagnostic: from the first error line, a few lines."""
+    # torch-mlir appends a reproducer recipe for its own developers: not a reason.
+    message = message.split("For Torch-MLIR developers")[0]
+    message = re.sub(r'loc\((?:[^()]|\([^()]*\))*\):?\s*', "", message)  # call-site chains
     lines = [l.rstrip() for l in message.strip().splitlines() if l.strip()]
     start = next((i for i, l in enumerate(lines) if "error" in l.lower()), 0)
     return "\n".join(l[:300] for l in lines[start:start + max_lines])
@@ -185,8 +209,7 @@ def leftover_ops(module):
 
 def unsupported_from_leftovers(gm, found):
     op = _TM_TENSOR_SOURCES.get(found[0], found[0])
-    node = find_node(gm, op)
-    return EmberUnsupportedError(op, node_input_shapes(node) if node is not None else "",
+    return _named_error(find_node(gm, op), op,
                                  f"lowers to {found[0]}, which ember's CPU pipeline lacks")
 
 

@@ -10,6 +10,7 @@ import logging
 import os
 
 from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
 from torch._dynamo.exc import ShortenTraceback, TensorifyScalarRestartAnalysis
 
 from ember.compiler.capture import decomposition_table
@@ -80,13 +81,15 @@ def _compile_or_fallback(gm, example_inputs, *, options):
 
     strict = _strict(options)
     try:
-        return compile_fx_graph(gm, example_inputs, target=options.get("target", "cpu"),
-                                options=options, strict=strict)
+        compiled = compile_fx_graph(gm, example_inputs, target=options.get("target", "cpu"),
+                                    options=options, strict=strict)
     except Exception as exc:
         if strict:
             raise strict_error(exc) from exc
         _warn_fallback(exc)
-        return gm  # the functionalized ATen graph runs eagerly
+        compiled = gm  # the functionalized ATen graph runs eagerly
+    # Boxed: AOTAutograd hands over its argument list, which lets it free inputs early.
+    return make_boxed_func(compiled)
 
 
 def make_backend(options=None):

@@ -22,6 +22,12 @@ _VERSIONS = None
 
 
 def _tensor_digest(h, t):
+    # Compilation runs under AOTAutograd's fake mode; a constant is a real tensor.
+    with torch._subclasses.fake_tensor.unset_fake_temporarily():
+        _real_tensor_digest(h, t)
+
+
+def _real_tensor_digest(h, t):
     t = t.detach()
     h.update(repr((tuple(t.shape), t.dtype, t.device.type)).encode())
     if t.device.type != "meta" and t.numel():

@@ -1,7 +1,7 @@
 """The CPU lowering: linalg-on-tensors (after fusion) -> LLVM dialect."""
 from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
-from . import blas, math_approx, memref_copy, parallel, reassociate, workspace
+from . import blas, distinct_results, math_approx, memref_copy, parallel, reassociate, workspace
 
 # (name, pass, description, what it needs of its input: on tensor IR the bufferized-IR
 # passes would find nothing to do, so ember-opt reports that instead of a silent no-op)
@@ -19,6 +19,9 @@ _CPU_PASSES = [
     (parallel.LAUNCHERS_PASS_NAME, parallel.emit_parallel_launchers,
      "define the launchers of outlined kernels with GOMP_parallel (LLVM dialect)",
      "bufferized"),
+    (distinct_results.PASS_NAME, distinct_results.distinct_results,
+     "copy a returned buffer that is returned twice or is an argument (out-params)",
+     "bufferized"),
     (math_approx.PASS_NAME, math_approx.approximate_math,
      "f32 math.exp/erf/tanh -> arith polynomials (vectorizable, no libm call)", None),
 ]
@@ -29,6 +32,7 @@ BUFFERIZE = [
     reassociate.PASS_NAME,
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
     # The runtime allocates outputs with torch: results become trailing out-params.
+    distinct_results.PASS_NAME,
     "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
     "canonicalize",
     "buffer-deallocation-pipeline",
