@@ -51,6 +51,20 @@ _EXTRA = [
     aten.embedding_dense_backward,
     aten.sigmoid_backward,
     aten.tanh_backward,
+    # ops torch-mlir leaves as torch.operator: their ATen decompositions lower fine
+    aten.addmv,
+    aten.hypot,
+    aten.dist,
+    aten.narrow_copy,
+    aten.copysign,
+    aten.diagonal_scatter,
+    aten.view_copy,
+    aten.as_strided_copy,
+    aten.logaddexp,
+    aten.logaddexp2,
+    aten.fmax,
+    aten.fmin,
+    aten.linalg_vector_norm,
 ]
 
 
@@ -77,6 +91,24 @@ def _cumsum(x, dim, *, dtype=None):
     return (moved * mask).sum(-1).movedim(-1, dim)
 
 
+def _var_mean(x, dim=None, *, correction=None, keepdim=False):
+    """(var, mean) from two reductions; torch's decomposition emits prims torch-mlir lacks."""
+    dims = list(range(x.dim())) if dim is None or len(dim) == 0 else [d % max(x.dim(), 1) for d in dim]
+    count = 1
+    for d in dims:
+        count *= x.shape[d] if x.dim() else 1
+    mean = x.mean(dims, keepdim=True) if x.dim() else x
+    centered = x - mean
+    var = (centered * centered).sum(dims, keepdim=keepdim) if x.dim() else centered * centered
+    var = var / (count - (1 if correction is None else correction))
+    return var, (mean if keepdim or not x.dim() else mean.squeeze(dims))
+
+
+def _std_mean(x, dim=None, *, correction=None, keepdim=False):
+    var, mean = _var_mean(x, dim, correction=correction, keepdim=keepdim)
+    return torch.sqrt(var), mean
+
+
 def decomposition_table():
     table = dict(_torch_mlir_table())
     table.update(get_decompositions(_EXTRA))
@@ -86,5 +118,7 @@ def decomposition_table():
     table[aten.cumsum.default] = _cumsum
     table[aten.convolution.default] = convolution
     table.update(NAN_DECOMPOSITIONS)
+    table[aten.var_mean.correction] = _var_mean
+    table[aten.std_mean.correction] = _std_mean
     table.update(make_batch_norm_decompositions(dict(table)))
     return table

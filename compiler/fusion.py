@@ -4,7 +4,8 @@ from ember.dialects.fusion import GROUP_OP_NAME
 from .pipeline import run_pipeline
 
 FORM_GROUPS = ["canonicalize", "ember-fold-transpose-into-matmul", "ember-form-fusion-groups"]
-LOWER_GROUPS = ["ember-lower-fusion-groups", "canonicalize"]
+# Long sums are split after fusion, so that the split keeps the fused prologue.
+LOWER_GROUPS = ["ember-lower-fusion-groups", "canonicalize", "ember-split-reductions"]
 
 
 def count_ops(module, predicate):

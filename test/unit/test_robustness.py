@@ -235,6 +235,33 @@ def test_nan_matches_eager(name):
         torch.testing.assert_close(compile_strict(fn)(x), fn(x), equal_nan=True)
 
 
+# --- 10. float32 reductions as accurate as eager's ----------------------------------------
+
+def _relative_error(actual, reference):
+    return ((actual.double() - reference).abs().max() / reference.abs().max()).item()
+
+
+@pytest.mark.parametrize("name", ["sum_exp", "row_sums", "layer_norm"])
+def test_long_reductions_keep_eager_accuracy(name):
+    torch.manual_seed(0)
+    if name == "sum_exp":  # without blocked sums: 2e-4 (eager 4e-8)
+        x = torch.rand(1 << 26)
+        fn = lambda t: (t.exp() * 0.5).sum()
+    elif name == "row_sums":  # 7e-7 (eager 8e-8)
+        x = torch.rand(16, 1 << 22)
+        fn = lambda t: t.sum(1)
+    else:  # 2.1e-5 (eager 1.0e-6)
+        x = torch.randn(2, 1 << 22) + 100
+        fn = torch.nn.LayerNorm(1 << 22)
+    with torch.no_grad():
+        reference = fn.double()(x.double()) if name == "layer_norm" else fn(x.double())
+        if name == "layer_norm":
+            fn.float()
+        ours = _relative_error(compile_strict(fn)(x), reference)
+        eagers = _relative_error(fn(x), reference)
+    assert ours <= 4 * eagers + 1e-8, (ours, eagers)
+
+
 # --- 11. random ops follow torch's generator -----------------------------------------------
 
 def test_dropout_follows_torch_generator():
