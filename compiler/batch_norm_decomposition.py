@@ -35,11 +35,13 @@ def _normalize(x, weight, bias, eps):
         out = out * weight.reshape(shape)
     if bias is not None:
         out = out + bias.reshape(shape)
-    return out.to(x.dtype), mean.reshape(-1), var.reshape(-1), rstd.reshape(-1), n
+    # Eager's CPU kernel returns the saved statistics in the input's dtype.
+    return (out.to(x.dtype), mean.reshape(-1).to(x.dtype), var.reshape(-1),
+            rstd.reshape(-1).to(x.dtype), n)
 
 
 def _updated(running, stat, momentum):
-    return (running * (1 - momentum) + stat.to(running.dtype) * momentum)
+    return running * (1 - momentum) + stat.to(running.dtype) * momentum
 
 
 def make_batch_norm_decompositions(fallback_table):

@@ -9,6 +9,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table as _torch_m
 
 from .batch_norm_decomposition import make_batch_norm_decompositions
 from .conv_decomposition import convolution
+from .cumulative_extrema import CUMULATIVE_EXTREMA
 from .nan_decompositions import NAN_DECOMPOSITIONS
 
 aten = torch.ops.aten
@@ -57,7 +58,6 @@ _EXTRA = [
     aten.dist,
     aten.narrow_copy,
     aten.copysign,
-    aten.diagonal_scatter,
     aten.view_copy,
     aten.as_strided_copy,
     aten.logaddexp,
@@ -73,22 +73,35 @@ _EXTRA = [
 _KEEP = [aten.native_layer_norm, aten.native_group_norm]
 
 
-def _cumsum(x, dim, *, dtype=None):
-    """cumsum as a masked sum: y[..., i] = sum_j x[..., j] * (j <= i).
+def _scatter_add_nonnegative_dim(x, dim, index, src):
+    """torch-mlir's scatter_add lowering runs out of memory (an LLVM abort) on a negative
+    dim: hand it the same op with the dim wrapped; NotImplemented keeps the op itself."""
+    if dim >= 0:
+        return NotImplemented
+    return aten.scatter_add.default(x, dim % max(x.dim(), 1), index, src)
 
-    torch-mlir lowers cumsum to a TMTensor scan that our linalg pipeline cannot take;
-    this form is plain broadcast + reduction (quadratic in the scanned size, which is
-    fine for the mask/position computations where models use it)."""
+
+def _cumprod_without_dtype(x, dim, *, dtype=None):
+    """torch-mlir rejects cumprod's dtype argument: cast first, then the plain op."""
     if dtype is None:
-        dtype = torch.int64 if not x.dtype.is_floating_point else x.dtype
-    dim = dim % max(x.dim(), 1)
-    if x.dim() == 0:
-        return x.to(dtype)
-    n = x.shape[dim]
-    moved = x.to(dtype).movedim(dim, -1).unsqueeze(-2)  # (..., 1, n)
-    idx = torch.arange(n, device=x.device)
-    mask = (idx.unsqueeze(0) <= idx.unsqueeze(1)).to(dtype)  # [i, j] = j <= i
-    return (moved * mask).sum(-1).movedim(-1, dim)
+        return NotImplemented
+    return aten.cumprod.default(x.to(dtype), dim)
+
+
+def _roll(x, shifts, dims=()):
+    """roll as a concatenation of two slices per rolled dim (torch-mlir's roll lowering
+    does not bufferize); a new tensor even when nothing moves, as in eager."""
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if not dims:
+        return _roll(x.reshape(-1), shifts, [0]).reshape(x.shape)
+    out = x
+    for shift, dim in zip(shifts, dims):
+        n = out.shape[dim]
+        shift = shift % n if n else 0
+        if shift:
+            out = torch.cat([out.narrow(dim, n - shift, shift), out.narrow(dim, 0, n - shift)], dim)
+    return out.clone() if out is x else out
 
 
 def _var_mean(x, dim=None, *, correction=None, keepdim=False):
@@ -115,9 +128,12 @@ def decomposition_table():
     for op in _KEEP:
         for overload in op.overloads():
             table.pop(getattr(op, overload), None)
-    table[aten.cumsum.default] = _cumsum
     table[aten.convolution.default] = convolution
     table.update(NAN_DECOMPOSITIONS)
+    table.update(CUMULATIVE_EXTREMA)
+    table[aten.scatter_add.default] = _scatter_add_nonnegative_dim
+    table[aten.cumprod.default] = _cumprod_without_dtype
+    table[aten.roll.default] = _roll
     table[aten.var_mean.correction] = _var_mean
     table[aten.std_mean.correction] = _std_mean
     table.update(make_batch_norm_decompositions(dict(table)))

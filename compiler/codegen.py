@@ -10,7 +10,6 @@ import tempfile
 import time
 
 from torch_mlir import ir
-from torch_mlir.dialects import torch as torch_d
 
 ENTRY = "forward"
 
@@ -35,25 +34,14 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
     from ember.targets.cpu import runtime_symbols
 
     stats = {}
-    context = ir.Context()
-    torch_d.register_dialect(context)
-    diagnostics = []
-
-    def handler(d):
-        diagnostics.append(d.message)
-        return True
-
-    handle = context.attach_diagnostic_handler(handler)
     t0 = time.perf_counter()
-    try:
+    with importer.torch_context() as (context, diagnostics):
         with context:
             module = ir.Module.parse(torch_ir)
         try:
             importer.lower_torch_ir_to_linalg(module)
         except Exception as exc:
             return {"ok": False, "stage": "import", "message": "\n".join(diagnostics + [str(exc)])}
-    finally:
-        handle.detach()
     leftover = importer.leftover_ops(module)
     if leftover:
         return {"ok": False, "stage": "lowerable", "ops": leftover, "message": ""}

@@ -41,7 +41,7 @@ def compile_graph(gm, example_inputs, target="cpu", options=None):
 
 
 def _build(gm, input_specs):
-    from ember.targets.cpu.loader import LoadedKernel
+    from ember.targets.cpu.loader import LoadedKernel, UnresolvedSymbolError
 
     plan, kernel_gm = plan_outputs(gm)
     if kernel_gm is None:
@@ -64,7 +64,10 @@ def _build(gm, input_specs):
         raise EmberCodegenError(f"ember code generation failed ({stage}): {message.strip()}")
     output_specs = _output_specs(kernel_gm)
     num_args = len(input_specs) + len(output_specs) + (1 if reply["workspace_bytes"] else 0)
-    kernel = LoadedKernel(reply["object"], importer.ENTRY, num_args)
+    try:
+        kernel = LoadedKernel(reply["object"], importer.ENTRY, num_args)
+    except UnresolvedSymbolError as exc:
+        raise EmberCodegenError(f"ember cannot load this graph's code: {exc}") from None
     stats = reply["stats"]
     log.info("ember: compiled graph (%d nodes, %s kernels) in %.2fs "
              "[import %.2fs, lower %.2fs, llvm %.2fs]", len(gm.graph.nodes),

@@ -26,16 +26,9 @@ _INT_DIVISION = {"div", "remainder", "fmod", "floor_divide", "div_"}
 
 # Ops whose lowering is missing or known wrong in ember's pipeline today, with the reason.
 KNOWN_UNSUPPORTED = {
-    "sort": "lowers to tm_tensor.sort, which ember's CPU pipeline lacks",
-    "topk": "lowers to tm_tensor.topk, which ember's CPU pipeline lacks",
-    "cumprod": "lowers to tm_tensor.scan, which ember's CPU pipeline lacks",
-    "logcumsumexp": "lowers to tm_tensor.scan, which ember's CPU pipeline lacks",
-    "scatter_add": "lowers to tm_tensor.scatter, which ember's CPU pipeline lacks",
-    "scatter_reduce": "lowers to tm_tensor.scatter, which ember's CPU pipeline lacks",
-    "index_put": "lowers to tm_tensor.scatter, which ember's CPU pipeline lacks",
-    "index_add": "lowers to tm_tensor.scatter, which ember's CPU pipeline lacks",
     "_embedding_bag": "torch-mlir's lowering drops per_sample_weights",
     "_embedding_bag_forward_only": "torch-mlir's lowering drops per_sample_weights",
+    "logcumsumexp": "torch-mlir computes it as log(cumsum(exp(x))), which overflows",
     "median": "no linalg lowering",
     "nanmedian": "no linalg lowering",
     "kthvalue": "no linalg lowering",
@@ -44,7 +37,6 @@ KNOWN_UNSUPPORTED = {
     "_unique2": "data-dependent output shape",
     "nonzero": "data-dependent output shape",
     "masked_select": "data-dependent output shape",
-    "roll": "one-shot-bufferize fails on its lowering",
     "adaptive_avg_pool3d": "one-shot-bufferize fails on its lowering",
     "_adaptive_avg_pool3d": "one-shot-bufferize fails on its lowering",
     "adaptive_max_pool3d": "ember-form-fusion-groups cannot group its lowering yet",
@@ -77,6 +69,15 @@ def _arg_tensors(node):
     return [v for v in vals if isinstance(v, torch.Tensor)]
 
 
+def _nonzero_scalar_divisor(node):
+    """x // 5, x % 5 (a constant divisor, as index arithmetic uses) cannot trap (int
+    fmod stays in ATen: torch-mlir cannot lower it)."""
+    if _base_name(node) == "fmod":
+        return False
+    divisor = node.args[1] if len(node.args) > 1 else node.kwargs.get("other")
+    return isinstance(divisor, (int, float)) and not isinstance(divisor, bool) and divisor != 0
+
+
 def classify(node):
     """None if ember compiles `node`; else ('design' | 'unsupported', reason)."""
     if node.op != "call_function":
@@ -93,7 +94,8 @@ def classify(node):
     if any(word in name for word in _RANDOM_WORDS):
         return ("design", "random ops draw from torch's generator")
     ins = _arg_tensors(node)
-    if name in _INT_DIVISION and any(not t.dtype.is_floating_point for t in outs + ins):
+    if (name in _INT_DIVISION and any(not t.dtype.is_floating_point for t in outs + ins)
+            and not _nonzero_scalar_divisor(node)):
         return ("design", "integer division raises ZeroDivisionError on zero, as in eager")
     if name in KNOWN_UNSUPPORTED:
         return ("unsupported", KNOWN_UNSUPPORTED[name])

@@ -17,7 +17,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ember.errors import EmberError, EmberUnsupportedError
-from . import extern_ops, importer, low_precision
+from . import extern_ops, importer, low_precision, zero_dim
 from .diagnostics import warn_once
 from .driver import compile_graph
 from .graph_outputs import _copy_graph
@@ -110,6 +110,7 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict):
         raise exc
     if low_precision.has_low_precision(gm):
         low_precision.upcast(gm)
+    zero_dim.lift_zero_dim(gm)
     extern = {}  # node -> (kind, reason)
     for node, (kind, reason) in extern_ops.extern_nodes(gm).items():
         extern[node] = (kind, _describe_node_error(node, reason))

@@ -3,6 +3,7 @@
 Failures are turned into EmberUnsupportedError naming the ATen op and its input shapes,
 found by matching torch-mlir's diagnostics against the graph's nodes.
 """
+import contextlib
 import io
 import logging
 import re
@@ -87,6 +88,9 @@ def _diagnostic_head(message, max_lines=12):
     """The informative head of a diagnostic: from the first error line, a few lines."""
     # torch-mlir appends a reproducer recipe for its own developers: not a reason.
     message = message.split("For Torch-MLIR developers")[0]
+    message = re.sub(r"Lowering TorchFX IR -> Torch Backend IR failed with the following "
+                     r"diagnostics:|python exception: Failure while executing pass pipeline:?",
+                     "", message)
     message = re.sub(r'loc\((?:[^()]|\([^()]*\))*\):?\s*', "", message)  # call-site chains
     lines = [l.rstrip() for l in message.strip().splitlines() if l.strip()]
     start = next((i for i, l in enumerate(lines) if "error" in l.lower()), 0)
@@ -133,11 +137,21 @@ def new_fx_importer(context):
                 root.removeHandler(handler)
 
 
-def import_to_torch_ir(gm):
-    """FX graph -> torch-dialect MLIR bytecode (pure IR construction, in the user's process).
+def load_torch_dialects(context):
+    """Register the torch dialect and load TMTensor (it has no Python registration: a pass
+    that produces it loads it when it runs, here on an empty module)."""
+    from torch_mlir.passmanager import PassManager
 
-    The lowering to linalg (which can crash on odd shapes) runs in the codegen worker."""
-    check_graph_is_importable(gm)
+    torch_d.register_dialect(context)
+    with context, ir.Location.unknown():
+        PassManager.parse("builtin.module(func.func(convert-torch-to-tmtensor))").run(
+            ir.Module.create().operation)
+
+
+@contextlib.contextmanager
+def torch_context():
+    """(an MLIR context with the torch dialect, the list its diagnostics are collected in):
+    torch-mlir's errors become part of ember's message instead of lines on the terminal."""
     context = ir.Context()
     torch_d.register_dialect(context)
     diagnostics = []
@@ -148,21 +162,38 @@ def import_to_torch_ir(gm):
 
     handle = context.attach_diagnostic_handler(handler)
     try:
-        importer = new_fx_importer(context)
-        importer.import_stateless_graph(gm.graph, func_name=ENTRY)
-        buffer = io.BytesIO()
-        importer.module.operation.write_bytecode(buffer)
-        return buffer.getvalue()
-    except Exception as exc:
-        raise unsupported_from_message(gm, "\n".join(diagnostics) + f"\n{exc}") from None
+        yield context, diagnostics
     finally:
         handle.detach()
 
 
+def import_to_torch_ir(gm):
+    """FX graph -> torch-dialect MLIR bytecode (pure IR construction, in the user's process).
+
+    The lowering to linalg (which can crash on odd shapes) runs in the codegen worker."""
+    check_graph_is_importable(gm)
+    with torch_context() as (context, diagnostics):
+        try:
+            importer = new_fx_importer(context)
+            importer.import_stateless_graph(gm.graph, func_name=ENTRY)
+            buffer = io.BytesIO()
+            importer.module.operation.write_bytecode(buffer)
+            return buffer.getvalue()
+        except Exception as exc:
+            raise unsupported_from_message(gm, "\n".join(diagnostics) + f"\n{exc}") from None
+
+
+TM_TENSOR_LOWERING = ["ember-lower-tm-tensor", "inline", "symbol-dce"]
+
+
 def lower_torch_ir_to_linalg(module):
     """torch dialect -> linalg-on-tensors in place (torch-mlir's backend pipelines).
-    Raises whatever torch-mlir raises; the caller maps it to the ATen op."""
+    Raises whatever torch-mlir raises; the caller maps it to the ATen op. The TMTensor ops
+    torch-mlir leaves (scan, scatter, sort) become loops here (ember-lower-tm-tensor)."""
+    from .pipeline import run_pipeline
+
     torch_mlir_fx._module_lowering(False, False, OutputType.LINALG_ON_TENSORS, module)
+    run_pipeline(module, TM_TENSOR_LOWERING, stage="lower-tm-tensor")
     return module
 
 
@@ -170,23 +201,15 @@ def import_to_linalg(gm):
     """Return an MLIR module (linalg-on-tensors) with function @forward, in this process
     (tests and tools; ember's compile path lowers in the codegen worker)."""
     check_graph_is_importable(gm)
-    context = ir.Context()
-    torch_d.register_dialect(context)
-    diagnostics = []
-
-    def handler(d):
-        diagnostics.append(d.message)
-        return True  # keep torch-mlir's errors off the user's terminal
-
-    handle = context.attach_diagnostic_handler(handler)
-    try:
-        module = torch_mlir_fx.stateless_fx_import(
-            gm, output_type="linalg-on-tensors", model_name=ENTRY,
-            fx_importer=new_fx_importer(context))
-    except Exception as exc:  # torch-mlir raises several types; all mean 'cannot lower'
-        raise unsupported_from_message(gm, "\n".join(diagnostics) + f"\n{exc}") from None
-    finally:
-        handle.detach()
+    with torch_context() as (context, diagnostics):
+        try:
+            module = torch_mlir_fx.stateless_fx_import(
+                gm, output_type="linalg-on-tensors", model_name=ENTRY,
+                fx_importer=new_fx_importer(context))
+            from .pipeline import run_pipeline
+            run_pipeline(module, TM_TENSOR_LOWERING, stage="lower-tm-tensor")
+        except Exception as exc:  # torch-mlir raises several types; all mean 'cannot lower'
+            raise unsupported_from_message(gm, "\n".join(diagnostics) + f"\n{exc}") from None
     check_lowerable(gm, module)
     return module
 

@@ -13,9 +13,8 @@ results agree within the dtype's tolerance. The casts at the borders run through
 inputs that the graph returns stay views (aliasing as in eager).
 """
 import torch
-from torch.fx.passes.fake_tensor_prop import FakeTensorProp
-from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
+from .fx_meta import refresh_meta
 from .graph_outputs import VIEW_OPS
 
 aten = torch.ops.aten
@@ -88,21 +87,7 @@ def upcast(gm):
         return back
 
     output.args = torch.fx.node.map_arg(output.args, cast_back)
-    gm.recompile()
-    mode = torch._guards.detect_fake_mode(fake_inputs)
-    if mode is None:
-        mode = torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True)
-    allowed, mode.allow_non_fake_inputs = mode.allow_non_fake_inputs, True  # constants
-    try:
-        with mode:
-            FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fake_inputs)
-    finally:
-        mode.allow_non_fake_inputs = allowed
-    for node in graph.nodes:  # the importer reads tensor_meta before val: keep them equal
-        if isinstance(_val(node), torch.Tensor):
-            node.meta["tensor_meta"] = _extract_tensor_metadata(_val(node))
-        else:
-            node.meta.pop("tensor_meta", None)
+    refresh_meta(gm, fake_inputs)
     return gm
 
 

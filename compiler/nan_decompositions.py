@@ -7,6 +7,9 @@ with NaN is the first NaN). As selects and reductions that import as plain linal
 
     clamp(x, lo, hi) -> where(x > hi | isnan(hi), hi, where(x < lo | isnan(lo), lo, x))
     argmax(x, d)     -> amin(where(x == amax(x, d) | isnan(x), arange(n), n), d)
+
+fmax / fmin / hypot, which torch-mlir leaves as `torch.operator`, are written the same way
+with eager's rules: fmax/fmin ignore a NaN operand, hypot(inf, NaN) is inf.
 """
 import torch
 
@@ -84,6 +87,25 @@ def _min_dim(x, dim, keepdim=False):
     return torch.amin(x, dim, keepdim=keepdim), _argmin(x, dim, keepdim)
 
 
+def _fmax(a, b):
+    """The other operand where one is NaN (NaN only if both are)."""
+    return torch.where(torch.isnan(b) | (a > b), a, b)
+
+
+def _fmin(a, b):
+    return torch.where(torch.isnan(b) | (a < b), a, b)
+
+
+def _hypot(a, b):
+    """max * sqrt(1 + (min / max)^2): no overflow of a*a; 0 for (0, 0); inf wins over NaN."""
+    x, y = torch.abs(a), torch.abs(b)
+    big, small = torch.maximum(x, y), torch.minimum(x, y)
+    ratio = small / big
+    out = big * torch.sqrt(1 + ratio * ratio)
+    out = torch.where(big == 0, torch.zeros_like(out), out)
+    return torch.where(torch.isinf(x) | torch.isinf(y), torch.full_like(out, float("inf")), out)
+
+
 NAN_DECOMPOSITIONS = {
     aten.clamp.default: _clamp, aten.clamp.Tensor: _clamp,
     aten.clamp_min.default: _clamp_min, aten.clamp_min.Tensor: _clamp_min,
@@ -91,4 +113,5 @@ NAN_DECOMPOSITIONS = {
     aten.maximum.default: _maximum, aten.minimum.default: _minimum,
     aten.argmax.default: _argmax, aten.argmin.default: _argmin,
     aten.max.dim: _max_dim, aten.min.dim: _min_dim,
+    aten.fmax.default: _fmax, aten.fmin.default: _fmin, aten.hypot.default: _hypot,
 }

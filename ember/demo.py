@@ -39,6 +39,10 @@ def main(argv=None):
     print(f"first call (compile + run): {time.perf_counter() - t:.1f}s")
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
     print(f"matches eager: max abs error {(out - ref).abs().max().item():.2e}")
+    # A plain call (grad mode, as in the README) compiles the training forward graph.
+    out_grad = first_tensor(fast(*inputs))
+    torch.testing.assert_close(out_grad, ref, rtol=1e-4, atol=1e-4)
+    print(f"grad-mode call matches eager too (requires_grad={out_grad.requires_grad})")
     eager_ms, ember_ms = _median_ms(model, inputs), _median_ms(fast, inputs)
     print(f"median latency: eager {eager_ms:.2f} ms, ember {ember_ms:.2f} ms "
           f"(eager/ember {eager_ms / ember_ms:.2f}x)")

@@ -1,6 +1,6 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
 from . import (fold_transpose_into_matmul, form_fusion_groups, generalize_data_movement,
-               inline_fusion_groups, split_reductions)
+               inline_fusion_groups, lower_tm_tensor, split_reductions)
 
 # name -> callable(op, pass) run on the top-level module.
 PYTHON_PASSES = {
@@ -10,6 +10,7 @@ PYTHON_PASSES = {
     inline_fusion_groups.PASS_NAME: inline_fusion_groups.inline_fusion_groups,
     generalize_data_movement.PASS_NAME: generalize_data_movement.generalize_data_movement,
     split_reductions.PASS_NAME: split_reductions.split_reductions,
+    lower_tm_tensor.PASS_NAME: lower_tm_tensor.lower_tm_tensor,
 }
 
 # name -> list of pipeline elements; lets one name stand for a short sequence.
@@ -32,6 +33,7 @@ PASS_DESCRIPTIONS = {
     generalize_data_movement.PASS_NAME: "tensor linalg.transpose/broadcast/copy -> linalg.generic",
     "ember-lower-fusion-groups": "fuse each group into one loop nest, then dissolve it",
     split_reductions.PASS_NAME: "long float sums -> sums of block sums (eager's accuracy)",
+    lower_tm_tensor.PASS_NAME: "tm_tensor scan/scatter/sort on tensors -> scf.for loops",
 }
 
 

@@ -123,6 +123,10 @@ def _build_group(members, kind):
                 clones.append(d)
     outputs = [res for m in members for res in m.results
                if any(use.owner.operation not in member_set for use in res.uses)]
+    if len({str(o.type) for o in outputs}) > 1:
+        # A group's results share one type; a multi-result generic yielding several
+        # types stays ungrouped (it is a loop nest of its own), the others group alone.
+        return [_build_group([m], kind) for m in members if len(members) > 1] or None
     with ir.InsertionPoint(last), last.location:
         group = GroupOp([o.type for o in outputs])
         group.operation.attributes["kind"] = ir.StringAttr.get(kind)

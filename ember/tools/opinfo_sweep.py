@@ -75,9 +75,9 @@ def _compare(actual, expected, dtype_name, values):
                 torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True,
                                            check_device=False, check_stride=False)
             except AssertionError as exc:
-                return f"output {i}: " + " ".join(str(exc).split())[:240]
+                return f"output {i}: values differ: " + " ".join(str(exc).split())[:240]
         elif values and a != e and not (a != a and e != e):
-            return f"output {i}: {a!r}, eager {e!r}"
+            return f"output {i}: values differ: {a!r}, eager {e!r}"
     return None
 
 
@@ -92,6 +92,43 @@ def _as_user_code(fn):
         return fn
     return types.FunctionType(code.replace(co_filename="<opinfo wrapper>"), fn.__globals__,
                               fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def _within_reference(actual, expected, reference, dtype_name):
+    """For float16/bfloat16: ember computes in f32 and rounds once, eager rounds after every
+    op, so the two may differ by more than one rounding. Judge against the op run in
+    float64 instead: ember may be off by its tolerance plus twice eager's own error
+    (inductor's tests compare low precision the same way, reference_in_float)."""
+    import torch
+
+    rtol, atol = TOLERANCE[dtype_name]
+    flat_a = torch.utils._pytree.tree_leaves(actual)
+    flat_e = torch.utils._pytree.tree_leaves(expected)
+    flat_r = torch.utils._pytree.tree_leaves(reference)
+    if not (len(flat_a) == len(flat_e) == len(flat_r)):
+        return False
+    for a, e, r in zip(flat_a, flat_e, flat_r):
+        if not isinstance(a, torch.Tensor) or not a.dtype.is_floating_point:
+            continue
+        a, e, r = a.double(), e.double(), r.double()
+        finite = torch.isfinite(r)
+        if not torch.equal(torch.isnan(a) & ~torch.isnan(r), torch.zeros_like(finite)):
+            return False  # a NaN the float64 result does not have
+        err_a = (a - r).abs().nan_to_num(0.0)
+        err_e = (e - r).abs().nan_to_num(float("inf"))
+        if bool(((err_a > atol + rtol * r.abs() + 2 * err_e) & finite).any()):
+            return False
+    return True
+
+
+def _in_float64(call, tensors):
+    import torch
+
+    wide = [t.double() if t.dtype.is_floating_point else t for t in tensors]
+    try:
+        return call(*wide)
+    except Exception:
+        return None
 
 
 def run_sample(op, sample, dtype_name):
@@ -153,6 +190,10 @@ def run_sample(op, sample, dtype_name):
         return {"result": "WRONG", "detail": f"eager raised {type(eager_error).__name__}: "
                                              f"{str(eager_error)[:200]}, ember did not"}
     problem = _compare(actual, expected, dtype_name, _values_only(op))
+    if problem and dtype_name != "float32" and "values differ" in problem:
+        reference = _in_float64(call, tensors)
+        if reference is not None and _within_reference(actual, expected, reference, dtype_name):
+            problem = None
     if problem:
         return {"result": "WRONG", "detail": problem}
     ours = [str(w.message).splitlines()[0] for w in caught if "ember" in str(w.message)]

@@ -16,6 +16,8 @@ from torch_mlir import ir
 from ember.compiler.passes import PASS_DESCRIPTIONS, PIPELINE_ALIASES, PYTHON_PASSES
 from ember.compiler.pipeline import PipelineError, run_pipeline, split_top_level
 from ember.dialects import load_ember_dialects
+from ember.compiler.importer import load_torch_dialects
+
 import ember.targets.cpu  # noqa: F401  (registers the CPU passes)
 
 _SPLIT_MARKER = "// -----"
@@ -51,6 +53,7 @@ def _list_passes(out):
 
 def _process(text, elements, print_ir_after_all):
     with ir.Context() as ctx, ir.Location.unknown():
+        load_torch_dialects(ctx)  # torch and tm_tensor IR, for the passes that take them
         load_ember_dialects(ctx)
         module = ir.Module.parse(text)
         if elements:

@@ -1,11 +1,17 @@
 """Load an object file made by the codegen worker into this process (llvmlite's MCJIT).
 
 Loading relocates and links a finished object; no LLVM code generation runs here, so
-nothing in this step can hit an LLVM assertion on odd IR. The entry function takes one
-bare pointer per tensor (inputs, outputs, then the workspace if any).
+nothing in this step can hit an LLVM assertion on odd IR. One thing could still abort:
+MCJIT ends the process ("LLVM ERROR: Program used external function ...") when the
+object needs a symbol this process lacks, so every undefined symbol is resolved first
+and a missing one is an ordinary error (the graph then runs through ATen). The entry
+function takes one bare pointer per tensor (inputs, outputs, then the workspace if any).
 """
 import ctypes
+import io
 import threading
+
+from elftools.elf.elffile import ELFFile
 
 from . import runtime_symbols
 
@@ -29,8 +35,50 @@ def _llvm():
         return _state["llvm"]
 
 
+class UnresolvedSymbolError(RuntimeError):
+    """The object file calls a function this process does not provide."""
+
+
+def undefined_symbols(object_bytes):
+    """Names the ELF object refers to but does not define."""
+    elf = ELFFile(io.BytesIO(object_bytes))
+    names = set()
+    for section in elf.iter_sections():
+        if section.header["sh_type"] != "SHT_SYMTAB":
+            continue
+        for symbol in section.iter_symbols():
+            if symbol.name and symbol["st_shndx"] == "SHN_UNDEF":
+                names.add(symbol.name)
+    return names
+
+
+_process = ctypes.CDLL(None)  # libc, libm and whatever else the process has loaded
+
+
+def _resolve(llvm, name):
+    """True if MCJIT will find `name`; a symbol of the process that LLVM's own search
+    misses (libc's memset, libm's logf) is registered with it."""
+    if llvm.address_of_symbol(name):
+        return True
+    try:
+        fn = getattr(_process, name)
+    except AttributeError:
+        return False
+    llvm.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
+    return True
+
+
+def check_resolvable(object_bytes):
+    llvm = _llvm()
+    missing = sorted(n for n in undefined_symbols(object_bytes) if not _resolve(llvm, n))
+    if missing:
+        raise UnresolvedSymbolError(
+            f"the compiled code needs {', '.join(missing)}, which this process does not provide")
+
+
 class LoadedKernel:
     def __init__(self, object_bytes, entry, num_args):
+        check_resolvable(object_bytes)
         llvm = _llvm()
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _state["tm"])
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(object_bytes))

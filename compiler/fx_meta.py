@@ -1,0 +1,32 @@
+"""Keep an FX graph's tensor metadata true after ember rewrote it (the importer reads it)."""
+import torch
+from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+
+def placeholder_values(gm):
+    return [n.meta.get("val", n.meta.get("example_value"))
+            for n in gm.graph.nodes if n.op == "placeholder"]
+
+
+def refresh_meta(gm, fake_inputs=None):
+    """Recompile `gm` and recompute every node's `val` and `tensor_meta` from its inputs'
+    fake values (by default the placeholders' own)."""
+    gm.recompile()
+    fake_inputs = placeholder_values(gm) if fake_inputs is None else fake_inputs
+    mode = torch._guards.detect_fake_mode(fake_inputs)
+    if mode is None:
+        mode = torch._subclasses.FakeTensorMode(allow_non_fake_inputs=True)
+    allowed, mode.allow_non_fake_inputs = mode.allow_non_fake_inputs, True  # constants
+    try:
+        with mode:
+            FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fake_inputs)
+    finally:
+        mode.allow_non_fake_inputs = allowed
+    for node in gm.graph.nodes:  # the importer reads tensor_meta before val: keep them equal
+        value = node.meta.get("val", node.meta.get("example_value"))
+        if isinstance(value, torch.Tensor):
+            node.meta["tensor_meta"] = _extract_tensor_metadata(value)
+        else:
+            node.meta.pop("tensor_meta", None)
+    return gm
