@@ -11,6 +11,7 @@ from .batch_norm_decomposition import make_batch_norm_decompositions
 from .conv_decomposition import convolution
 from .cumulative_extrema import CUMULATIVE_EXTREMA
 from .nan_decompositions import NAN_DECOMPOSITIONS
+from .special_decompositions import SPECIAL_DECOMPOSITIONS
 
 aten = torch.ops.aten
 
@@ -71,6 +72,8 @@ _EXTRA = [
 # torch's decompositions of these emit prims (broadcast_in_dim) that torch-mlir cannot
 # take; torch-mlir decomposes the ATen ops itself.
 _KEEP = [aten.native_layer_norm, aten.native_group_norm]
+# ... and these compile as calls (compiler/passes/scalar_library.py), not through prims.
+_CALLED = [aten.copysign]
 
 
 def _scatter_add_nonnegative_dim(x, dim, index, src):
@@ -79,6 +82,20 @@ def _scatter_add_nonnegative_dim(x, dim, index, src):
     if dim >= 0:
         return NotImplemented
     return aten.scatter_add.default(x, dim % max(x.dim(), 1), index, src)
+
+
+def _signbit(x):
+    """copysign(1, x) < 0: exact for -0.0 and a negative NaN (torch-mlir cannot bitcast)."""
+    if not x.dtype.is_floating_point:
+        return x < 0
+    return torch.copysign(torch.ones_like(x), x) < 0
+
+
+def _reciprocal(x):
+    """1 / x as a division: torch-mlir's reciprocal lowering asserts x != 0 at run time
+    (an abort of the user's process where eager gives inf)."""
+    dtype = x.dtype if x.dtype.is_floating_point or x.dtype.is_complex else torch.get_default_dtype()
+    return torch.full_like(x, 1, dtype=dtype) / x
 
 
 def _cumprod_without_dtype(x, dim, *, dtype=None):
@@ -125,15 +142,18 @@ def _std_mean(x, dim=None, *, correction=None, keepdim=False):
 def decomposition_table():
     table = dict(_torch_mlir_table())
     table.update(get_decompositions(_EXTRA))
-    for op in _KEEP:
+    for op in _KEEP + _CALLED:
         for overload in op.overloads():
             table.pop(getattr(op, overload), None)
     table[aten.convolution.default] = convolution
     table.update(NAN_DECOMPOSITIONS)
     table.update(CUMULATIVE_EXTREMA)
+    table.update(SPECIAL_DECOMPOSITIONS)
     table[aten.scatter_add.default] = _scatter_add_nonnegative_dim
     table[aten.cumprod.default] = _cumprod_without_dtype
     table[aten.roll.default] = _roll
+    table[aten.signbit.default] = _signbit
+    table[aten.reciprocal.default] = _reciprocal
     table[aten.var_mean.correction] = _var_mean
     table[aten.std_mean.correction] = _std_mean
     table.update(make_batch_norm_decompositions(dict(table)))

@@ -31,7 +31,7 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
     from ember.compiler.fusion import fuse
     from ember.compiler.pipeline import PipelineError
     from ember.targets.cpu import lower_to_llvm, workspace_bytes
-    from ember.targets.cpu import runtime_symbols
+    from ember.targets.cpu import run_time_checks, runtime_symbols
 
     stats = {}
     t0 = time.perf_counter()
@@ -53,6 +53,7 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
     except PipelineError as exc:
         return {"ok": False, "stage": "pipeline", "message": str(exc)}
     _dump(dump_dir, name, "llvm", module)
+    stats["error_messages"] = run_time_checks.error_messages(module.operation)
     t2 = time.perf_counter()
     scratch = workspace_bytes(module)
     try:

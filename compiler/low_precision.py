@@ -20,6 +20,7 @@ from .graph_outputs import VIEW_OPS
 aten = torch.ops.aten
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 EXTERN_TAG = "ember_extern"  # node.meta key: the reason this node runs through ATen
+USER_VAL = "ember_user_val"  # node.meta key: the value as eager computes it (for messages)
 
 
 def _val(node):
@@ -47,6 +48,8 @@ def upcast(gm):
     kept_low = set()  # placeholders and views of them, left untouched
     reason = "the graph's float16/bfloat16 borders are cast by ATen; ember computes in f32"
     output = next(n for n in graph.nodes if n.op == "output")
+    for node in graph.nodes:  # error messages name the dtypes the user's program has
+        node.meta[USER_VAL] = _val(node)
     for node in list(graph.nodes):
         if node.op in ("placeholder", "get_attr"):
             if node.op == "placeholder":
@@ -66,6 +69,7 @@ def upcast(gm):
                     cast = graph.call_function(aten._to_copy.default, (arg,),
                                                {"dtype": torch.float32})
                 cast.meta[EXTERN_TAG] = reason
+                cast.meta[USER_VAL] = _val(arg)
                 as_f32[arg] = cast
         node.args = torch.fx.node.map_arg(node.args, lambda a: as_f32.get(a, a))
         node.kwargs = torch.fx.node.map_arg(node.kwargs, lambda a: as_f32.get(a, a))

@@ -26,7 +26,8 @@ class TensorSpec:
 class CompiledGraph:
     """kernel: a LoadedKernel or None (every output is an input or a view of one)."""
 
-    def __init__(self, kernel, input_specs, output_specs, plan, workspace_bytes=0):
+    def __init__(self, kernel, input_specs, output_specs, plan, workspace_bytes=0,
+                 error_messages=()):
         self.kernel = kernel            # keeps the loaded code alive
         self._fn = kernel.fn if kernel is not None else None
         self.plan = plan
@@ -36,6 +37,15 @@ class CompiledGraph:
         self.input_specs = tuple(input_specs)
         self.output_specs = tuple(output_specs)
         self._out_shapes = [(s.shape, s.dtype) for s in self.output_specs]
+        self._error_code = getattr(kernel, "error_code", None)
+        self._error_messages = list(error_messages)
+
+    def _raise_failed_check(self):
+        code, self._error_code.value = self._error_code.value, 0
+        message = self._error_messages[code - 1] if 0 < code <= len(self._error_messages) else code
+        shapes = ", ".join(str(tuple(s.shape)) for s in self.input_specs)
+        raise RuntimeError(f"ember: a run-time check of the compiled graph failed: {message} "
+                           f"(inputs {shapes})")
 
     def __call__(self, *args):
         outs = []
@@ -50,4 +60,6 @@ class CompiledGraph:
                     self._fn(*pointers, self.workspace.data_ptr())
             else:
                 self._fn(*pointers)
+            if self._error_code is not None and self._error_code.value:
+                self._raise_failed_check()
         return self.plan.assemble(args, outs)

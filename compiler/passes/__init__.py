@@ -1,6 +1,6 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
 from . import (fold_transpose_into_matmul, form_fusion_groups, generalize_data_movement,
-               inline_fusion_groups, lower_tm_tensor, split_reductions)
+               inline_fusion_groups, lower_tm_tensor, scalar_library, split_reductions)
 
 # name -> callable(op, pass) run on the top-level module.
 PYTHON_PASSES = {
@@ -11,6 +11,8 @@ PYTHON_PASSES = {
     generalize_data_movement.PASS_NAME: generalize_data_movement.generalize_data_movement,
     split_reductions.PASS_NAME: split_reductions.split_reductions,
     lower_tm_tensor.PASS_NAME: lower_tm_tensor.lower_tm_tensor,
+    scalar_library.CALL_PASS_NAME: scalar_library.call_scalar_library,
+    scalar_library.DEFINE_PASS_NAME: scalar_library.define_scalar_library,
 }
 
 # name -> list of pipeline elements; lets one name stand for a short sequence.
@@ -34,6 +36,8 @@ PASS_DESCRIPTIONS = {
     "ember-lower-fusion-groups": "fuse each group into one loop nest, then dissolve it",
     split_reductions.PASS_NAME: "long float sums -> sums of block sums (eager's accuracy)",
     lower_tm_tensor.PASS_NAME: "tm_tensor scan/scatter/sort on tensors -> scf.for loops",
+    scalar_library.CALL_PASS_NAME: "torch.operator lgamma/erfc/bessel/nextafter/copysign -> call",
+    scalar_library.DEFINE_PASS_NAME: "ember_lib_* declarations -> linalg loops calling libm",
 }
 
 

@@ -77,7 +77,10 @@ def check_resolvable(object_bytes):
 
 
 class LoadedKernel:
-    def __init__(self, object_bytes, entry, num_args):
+    """error_code: the object's run-time check flag (run_time_checks.py) as a ctypes int,
+    or None when it has no checks."""
+
+    def __init__(self, object_bytes, entry, num_args, checks=False):
         check_resolvable(object_bytes)
         llvm = _llvm()
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _state["tm"])
@@ -87,4 +90,10 @@ class LoadedKernel:
         if not address:
             raise RuntimeError(f"loader: entry function '{entry}' not found in the object")
         self.num_args = num_args
+        self.error_code = None
+        if checks:
+            from .run_time_checks import ERROR_GLOBAL
+
+            self.error_code = ctypes.c_int32.from_address(
+                self._engine.get_global_value_address(ERROR_GLOBAL))
         self.fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * num_args))(address)

@@ -1,7 +1,8 @@
 """The CPU lowering: linalg-on-tensors (after fusion) -> LLVM dialect."""
 from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
-from . import blas, distinct_results, math_approx, memref_copy, parallel, reassociate, workspace
+from . import (blas, distinct_results, math_approx, memref_copy, parallel, reassociate,
+               run_time_checks, workspace)
 
 # (name, pass, description, what it needs of its input: on tensor IR the bufferized-IR
 # passes would find nothing to do, so ember-opt reports that instead of a silent no-op)
@@ -22,6 +23,8 @@ _CPU_PASSES = [
     (distinct_results.PASS_NAME, distinct_results.distinct_results,
      "copy a returned buffer that is returned twice or is an argument (out-params)",
      "bufferized"),
+    (run_time_checks.PASS_NAME, run_time_checks.asserts_to_error_code,
+     "cf.assert -> an error code the runtime raises (no abort of the process)", None),
     (math_approx.PASS_NAME, math_approx.approximate_math,
      "f32 math.exp/erf/tanh -> arith polynomials (vectorizable, no libm call)", None),
 ]
@@ -29,6 +32,7 @@ for _name, _fn, _description, _requires in _CPU_PASSES:
     register_python_pass(_name, _fn, _description, _requires)
 
 BUFFERIZE = [
+    run_time_checks.PASS_NAME,
     reassociate.PASS_NAME,
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
     # The runtime allocates outputs with torch: results become trailing out-params.

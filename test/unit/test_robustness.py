@@ -315,7 +315,7 @@ def test_output_strides_match_eager():
 # test_tm_tensor_ops.py)
 @pytest.mark.parametrize("op,fn", [
     ("aten.logcumsumexp", lambda t: t.logcumsumexp(1)),
-    ("aten.special_bessel_y0", lambda t: torch.special.bessel_y0(t)),
+    ("aten.special_modified_bessel_k0", lambda t: torch.special.modified_bessel_k0(t)),
     ("aten.kthvalue", lambda t: t.kthvalue(2, 1).values),
     ("aten.median", lambda t: t.median(1).values),
 ])
@@ -452,6 +452,8 @@ def test_object_needing_a_missing_symbol_is_an_error_not_an_abort():
 # --- coverage found by the OpInfo sweep: compiled (strict mode), equal to eager ---------------
 
 _NAN, _INF = float("nan"), float("inf")
+_SPECIAL_POINTS = torch.tensor([0.5, 1., 2., 3.5, -1.5, 0., -0., -2., 10., 1e-6, 100., -0.7,
+                                _NAN, _INF, -_INF])
 
 
 @pytest.mark.parametrize("name,fn,inputs", [
@@ -465,7 +467,51 @@ _NAN, _INF = float("nan"), float("inf")
     ("amax of 0-d", lambda t: torch.amax(t, 0, keepdim=True) + 1, (torch.tensor(2.),)),
     ("cummax NaN ties", lambda t: torch.cummax(t, 0), (torch.tensor([1., 3., 3., 2., _NAN, 5., _NAN, 1.]),)),
     ("cummin int", lambda t: torch.cummin(t, 1), (torch.randint(0, 4, (3, 9)),)),
+    ("lgamma erfc (C library)", lambda t: (torch.lgamma(t), torch.erfc(t)), (_SPECIAL_POINTS,)),
+    ("bessel j0 j1 y0 y1", lambda t: tuple(f(t) for f in (
+        torch.special.bessel_j0, torch.special.bessel_j1, torch.special.bessel_y0,
+        torch.special.bessel_y1)), (_SPECIAL_POINTS,)),
+    ("mvlgamma", lambda t: torch.mvlgamma(t.abs() + 3, 3), (_SPECIAL_POINTS,)),
+    ("nextafter copysign signbit", lambda a, b: (torch.nextafter(a, b), torch.copysign(a, b),
+                                                  torch.signbit(b)),
+     (_SPECIAL_POINTS, torch.flip(_SPECIAL_POINTS, [0]))),
+    ("digamma polygamma(0)", lambda t: (torch.digamma(t), torch.polygamma(0, t)), (_SPECIAL_POINTS,)),
+    ("erfcx log_ndtr", lambda t: (torch.special.erfcx(t), torch.special.log_ndtr(t)),
+     (torch.tensor([-30., -5., -1., 0., 1., 5., 20., 30., 1e5, _INF, _NAN]),)),
+    ("spherical_bessel_j0 angle", lambda t: (torch.special.spherical_bessel_j0(t), torch.angle(t)),
+     (_SPECIAL_POINTS,)),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_ops_the_sweep_found_compile(name, fn, inputs):
     actual, expected = run_both(fn, *inputs, strict=True)
     torch.testing.assert_close(actual, expected, equal_nan=True)
+
+
+def test_reciprocal_of_zero_is_inf_not_an_abort():
+    # torch-mlir's reciprocal lowering asserted x != 0 inside the kernel: the first call
+    # with a zero killed the user's process.
+    x = torch.tensor([0., -0., 2., _NAN])
+    actual, expected = run_both(lambda t: (torch.reciprocal(t) + 1, torch.rsqrt(t)), x, strict=True)
+    torch.testing.assert_close(actual, expected, equal_nan=True)
+
+
+def test_error_for_a_bfloat16_graph_names_the_users_dtype():
+    x = torch.rand(4, dtype=torch.bfloat16)
+    with pytest.raises(ember.EmberUnsupportedError) as info:
+        compile_strict(lambda t: torch.special.modified_bessel_k0(t) + 1)(x)
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("ember cannot lower aten.special_modified_bessel_k0 with inputs (4,):bfloat16"), first
+
+
+def test_failed_run_time_check_raises_instead_of_aborting():
+    # torch-mlir's gather lowering checks its indices with cf.assert, which aborted the
+    # user's process on a bad index (eager raises): the check now raises a RuntimeError.
+    def gather(x, i):
+        return torch.gather(x, 1, i) + 1
+
+    x = torch.randn(3, 4)
+    fast = compile_strict(gather)
+    good = torch.tensor([[0], [3], [1]])
+    torch.testing.assert_close(fast(x, good), gather(x, good))
+    with pytest.raises(RuntimeError, match="index must be smaller than dim size"):
+        fast(x, torch.tensor([[0], [7], [1]]))
+    torch.testing.assert_close(fast(x, good), gather(x, good))  # the code was reset
