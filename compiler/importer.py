@@ -189,7 +189,7 @@ def import_to_torch_ir(gm):
             raise unsupported_from_message(gm, "\n".join(diagnostics) + f"\n{exc}") from None
 
 
-TORCH_IR_REWRITES = ["ember-call-scalar-library"]
+TORCH_IR_REWRITES = ["ember-call-scalar-library", "ember-stable-sort"]
 _VERIFIER = ",torch-verify-linalg-on-tensors-backend-contract"
 
 

@@ -1,6 +1,7 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
 from . import (fold_transpose_into_matmul, form_fusion_groups, generalize_data_movement,
-               inline_fusion_groups, lower_tm_tensor, scalar_library, split_reductions)
+               inline_fusion_groups, lower_tm_tensor, scalar_library, split_reductions,
+               stable_sort)
 
 # name -> callable(op, pass) run on the top-level module.
 PYTHON_PASSES = {
@@ -13,6 +14,7 @@ PYTHON_PASSES = {
     lower_tm_tensor.PASS_NAME: lower_tm_tensor.lower_tm_tensor,
     scalar_library.CALL_PASS_NAME: scalar_library.call_scalar_library,
     scalar_library.DEFINE_PASS_NAME: scalar_library.define_scalar_library,
+    stable_sort.PASS_NAME: stable_sort.stable_sort,
 }
 
 # name -> list of pipeline elements; lets one name stand for a short sequence.
@@ -38,6 +40,7 @@ PASS_DESCRIPTIONS = {
     lower_tm_tensor.PASS_NAME: "tm_tensor scan/scatter/sort on tensors -> scf.for loops",
     scalar_library.CALL_PASS_NAME: "torch.operator lgamma/erfc/bessel/nextafter/copysign -> call",
     scalar_library.DEFINE_PASS_NAME: "ember_lib_* declarations -> linalg loops calling libm",
+    stable_sort.PASS_NAME: "torch.operator aten.sort.stable -> torch.aten.sort (ember's is stable)",
 }
 
 

@@ -69,6 +69,15 @@ def test_compiles_and_matches_eager_without_touching_inputs(name, grad):
         torch.testing.assert_close(t.detach(), b, equal_nan=True, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_stable_true_compiles_and_keeps_tie_order(descending):
+    x = torch.randint(0, 3, (3, 64)).float()
+    fn = lambda t: torch.sort(t, dim=1, descending=descending, stable=True)  # noqa: E731
+    actual, expected = compile_strict(fn)(x), fn(x)
+    assert torch.equal(actual.values, expected.values)
+    assert torch.equal(actual.indices, expected.indices)
+
+
 def test_stable_sort_keeps_tie_order():
     x = torch.randint(0, 3, (3, 64)).float()
     actual = compile_strict(lambda t: torch.sort(t, dim=1).indices)(x)
