@@ -10,6 +10,9 @@ Step s combines each position with the one s places earlier (identity padding in
 
 The combine is associative and equals eager's sequential rule (`isnan(x) || x >= max`
 takes x and its index): ties and NaN take the later index; once NaN appears it stays.
+
+logcumsumexp takes the same scan with logaddexp as the combine (-inf padding), where
+torch-mlir's log(cumsum(exp(x))) overflows: m + log1p(exp(-|a - b|)), m = max(a, b).
 """
 import torch
 
@@ -49,6 +52,23 @@ def _cumulative_extreme(x, dim, larger):
     return value, index
 
 
+def _logaddexp(a, b):
+    big = torch.maximum(a, b)
+    out = big + torch.log1p(torch.exp(-torch.abs(a - b)))
+    return torch.where(torch.isinf(big) & (a == b), big, out)  # -inf,-inf and inf,inf
+
+
+def _logcumsumexp(x, dim):
+    if not x.dtype.is_floating_point or x.dim() == 0 or x.numel() == 0:
+        return NotImplemented
+    dim = dim % x.dim()
+    value, step, n = x.clone(), 1, x.shape[dim]
+    while step < n:
+        value = _logaddexp(value, _shift(value, dim, step, float("-inf")))
+        step *= 2
+    return value
+
+
 def _cummax(x, dim):
     return _cumulative_extreme(x, dim, larger=True)
 
@@ -57,4 +77,5 @@ def _cummin(x, dim):
     return _cumulative_extreme(x, dim, larger=False)
 
 
-CUMULATIVE_EXTREMA = {aten.cummax.default: _cummax, aten.cummin.default: _cummin}
+CUMULATIVE_EXTREMA = {aten.cummax.default: _cummax, aten.cummin.default: _cummin,
+                      aten.logcumsumexp.default: _logcumsumexp}

@@ -28,7 +28,6 @@ _INT_DIVISION = {"div", "remainder", "fmod", "floor_divide", "div_"}
 KNOWN_UNSUPPORTED = {
     "_embedding_bag": "torch-mlir's lowering drops per_sample_weights",
     "_embedding_bag_forward_only": "torch-mlir's lowering drops per_sample_weights",
-    "logcumsumexp": "torch-mlir computes it as log(cumsum(exp(x))), which overflows",
     "median": "no linalg lowering",
     "nanmedian": "no linalg lowering",
     "kthvalue": "no linalg lowering",
