@@ -121,6 +121,22 @@ def _roll(x, shifts, dims=()):
     return out.clone() if out is x else out
 
 
+def _diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
+    """where(on the diagonal, src gathered along it, x) (functionalized `x.diagonal().
+    zero_()`; torch-mlir cannot lower diagonal_scatter)."""
+    d1, d2 = dim1 % x.dim(), dim2 % x.dim()
+    moved = x.movedim((d1, d2), (-2, -1))
+    n1, n2, length = moved.shape[-2], moved.shape[-1], src.shape[-1]
+    if length == 0:
+        return x.clone()
+    i = torch.arange(n1, device=x.device).unsqueeze(1)
+    j = torch.arange(n2, device=x.device).unsqueeze(0)
+    position = (i if offset >= 0 else j).expand(n1, n2).clamp(max=length - 1)
+    values = src.index_select(-1, position.reshape(-1)).reshape(*src.shape[:-1], n1, n2)
+    out = torch.where((j - i) == offset, values.to(x.dtype), moved)
+    return out.movedim((-2, -1), (d1, d2))
+
+
 def _var_mean(x, dim=None, *, correction=None, keepdim=False):
     """(var, mean) from two reductions; torch's decomposition emits prims torch-mlir lacks."""
     dims = list(range(x.dim())) if dim is None or len(dim) == 0 else [d % max(x.dim(), 1) for d in dim]
@@ -152,6 +168,7 @@ def decomposition_table():
     table[aten.scatter_add.default] = _scatter_add_nonnegative_dim
     table[aten.cumprod.default] = _cumprod_without_dtype
     table[aten.roll.default] = _roll
+    table[aten.diagonal_scatter.default] = _diagonal_scatter
     table[aten.signbit.default] = _signbit
     table[aten.reciprocal.default] = _reciprocal
     table[aten.var_mean.correction] = _var_mean

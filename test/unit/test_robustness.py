@@ -452,6 +452,12 @@ def test_object_needing_a_missing_symbol_is_an_error_not_an_abort():
 # --- coverage found by the OpInfo sweep: compiled (strict mode), equal to eager ---------------
 
 _NAN, _INF = float("nan"), float("inf")
+def _zero_diagonal(x):
+    y = x * 2
+    y.diagonal().zero_()  # functionalized to diagonal_scatter
+    return y
+
+
 _SPECIAL_POINTS = torch.tensor([0.5, 1., 2., 3.5, -1.5, 0., -0., -2., 10., 1e-6, 100., -0.7,
                                 _NAN, _INF, -_INF])
 
@@ -467,6 +473,9 @@ _SPECIAL_POINTS = torch.tensor([0.5, 1., 2., 3.5, -1.5, 0., -0., -2., 10., 1e-6,
     ("amax of 0-d", lambda t: torch.amax(t, 0, keepdim=True) + 1, (torch.tensor(2.),)),
     ("cummax NaN ties", lambda t: torch.cummax(t, 0), (torch.tensor([1., 3., 3., 2., _NAN, 5., _NAN, 1.]),)),
     ("cummin int", lambda t: torch.cummin(t, 1), (torch.randint(0, 4, (3, 9)),)),
+    ("in-place write to a diagonal", _zero_diagonal, (torch.randn(4, 4),)),
+    ("diagonal_scatter offset, dims", lambda x, v: torch.diagonal_scatter(x, v, -1, 2, 0),
+     (torch.randn(3, 2, 4), torch.randn(2, 3))),
     ("logcumsumexp of large values", lambda t: torch.logcumsumexp(t, 0),
      (torch.tensor([10000., -10000., 0., -_INF, 5., _INF, -_INF, _NAN, 1.]),)),
     ("lgamma erfc (C library)", lambda t: (torch.lgamma(t), torch.erfc(t)), (_SPECIAL_POINTS,)),
