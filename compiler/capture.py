@@ -16,6 +16,7 @@ from .special_decompositions import SPECIAL_DECOMPOSITIONS
 aten = torch.ops.aten
 
 _EXTRA = [
+    aten.unbind_copy,
     aten._native_batch_norm_legit_no_training,
     aten._native_batch_norm_legit,
     aten._native_batch_norm_legit_functional,
