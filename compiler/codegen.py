@@ -23,7 +23,7 @@ def _dump(dump_dir, name, stage, module):
 
 def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
     """Compile torch-dialect bytecode; return a dict:
-    ok=True: object (bytes), workspace_bytes, stats;
+    ok=True: object (bytes), workspace_bytes, stats, error_messages (run-time checks);
     ok=False: stage ('import' | 'lowerable' | 'pipeline' | 'llvm'), message, ops."""
     from torch_mlir.execution_engine import ExecutionEngine
 
@@ -53,7 +53,7 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
     except PipelineError as exc:
         return {"ok": False, "stage": "pipeline", "message": str(exc)}
     _dump(dump_dir, name, "llvm", module)
-    stats["error_messages"] = run_time_checks.error_messages(module.operation)
+    error_messages = run_time_checks.error_messages(module.operation)
     t2 = time.perf_counter()
     scratch = workspace_bytes(module)
     try:
@@ -73,4 +73,5 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
         return {"ok": False, "stage": "llvm", "message": str(exc)}
     t3 = time.perf_counter()
     stats.update(import_s=t1 - t0, lower_s=t2 - t1, llvm_s=t3 - t2)
-    return {"ok": True, "object": obj, "workspace_bytes": scratch, "stats": stats}
+    return {"ok": True, "object": obj, "workspace_bytes": scratch, "stats": stats,
+            "error_messages": error_messages}

@@ -66,7 +66,7 @@ def _build(gm, input_specs):
     num_args = len(input_specs) + len(output_specs) + (1 if reply["workspace_bytes"] else 0)
     try:
         kernel = LoadedKernel(reply["object"], importer.ENTRY, num_args,
-                              checks=bool(reply["stats"].get("error_messages")))
+                              error_messages=reply["error_messages"])
     except UnresolvedSymbolError as exc:
         raise EmberCodegenError(f"ember cannot load this graph's code: {exc}") from None
     stats = reply["stats"]
@@ -74,5 +74,4 @@ def _build(gm, input_specs):
              "[import %.2fs, lower %.2fs, llvm %.2fs]", len(gm.graph.nodes),
              stats.get("kernels"), time.perf_counter() - t0, stats.get("import_s", 0),
              stats.get("lower_s", 0), stats.get("llvm_s", 0))
-    return CompiledGraph(kernel, input_specs, output_specs, plan, reply["workspace_bytes"],
-                         error_messages=stats.get("error_messages", []))
+    return CompiledGraph(kernel, input_specs, output_specs, plan, reply["workspace_bytes"])

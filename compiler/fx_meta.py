@@ -4,9 +4,13 @@ from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
 
+def value_of(node):
+    """The node's fake value (AOTAutograd's `val`, Dynamo's `example_value`)."""
+    return node.meta.get("val", node.meta.get("example_value"))
+
+
 def placeholder_values(gm):
-    return [n.meta.get("val", n.meta.get("example_value"))
-            for n in gm.graph.nodes if n.op == "placeholder"]
+    return [value_of(n) for n in gm.graph.nodes if n.op == "placeholder"]
 
 
 def refresh_meta(gm, fake_inputs=None):
@@ -24,7 +28,7 @@ def refresh_meta(gm, fake_inputs=None):
     finally:
         mode.allow_non_fake_inputs = allowed
     for node in gm.graph.nodes:  # the importer reads tensor_meta before val: keep them equal
-        value = node.meta.get("val", node.meta.get("example_value"))
+        value = value_of(node)
         if isinstance(value, torch.Tensor):
             node.meta["tensor_meta"] = _extract_tensor_metadata(value)
         else:

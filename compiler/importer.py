@@ -4,6 +4,7 @@ Failures are turned into EmberUnsupportedError naming the ATen op and its input 
 found by matching torch-mlir's diagnostics against the graph's nodes.
 """
 import contextlib
+import functools
 import io
 import logging
 import re
@@ -18,6 +19,7 @@ from torch_mlir.extras.fx_importer import FxImporter
 
 from ember.errors import EmberUnsupportedError
 from .ir_walk import collect
+from .low_precision import USER_VAL
 
 ENTRY = "forward"
 _SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.bool,
@@ -39,7 +41,7 @@ def _describe(value):
 
 def _user_val(node):
     """The value as the user's program has it (low_precision.py computes f16/bf16 in f32)."""
-    return node.meta.get("ember_user_val", _val(node))
+    return node.meta.get(USER_VAL, _val(node))
 
 
 def node_input_shapes(node):
@@ -146,8 +148,6 @@ def new_fx_importer(context):
 def load_torch_dialects(context):
     """Register the torch dialect and load TMTensor (it has no Python registration: a pass
     that produces it loads it when it runs, here on an empty module)."""
-    from torch_mlir.passmanager import PassManager
-
     torch_d.register_dialect(context)
     with context, ir.Location.unknown():
         PassManager.parse("builtin.module(func.func(convert-torch-to-tmtensor))").run(
@@ -193,14 +193,18 @@ TORCH_IR_REWRITES = ["ember-call-scalar-library", "ember-stable-sort"]
 _VERIFIER = ",torch-verify-linalg-on-tensors-backend-contract"
 
 
+@functools.lru_cache(maxsize=None)
 def _linalg_backend_pipeline():
     """torch-mlir's torch -> linalg-on-tensors pipeline without its final contract check,
     which rejects the library calls ember-call-scalar-library placed (ember's own
-    leftover check, check_lowerable, catches what that verifier would)."""
+    leftover check, check_lowerable, catches what that verifier would). The text is the
+    same for every graph: expanded once (under the caller's MLIR context)."""
     text = str(PassManager.parse("builtin.module(torch-backend-to-linalg-on-tensors-"
                                  "backend-pipeline{allow-non-finites=true})"))
     assert text.endswith(_VERIFIER + ")"), text[-200:]
     return text[:-len(_VERIFIER) - 1] + ")"
+
+
 TM_TENSOR_LOWERING = ["ember-lower-tm-tensor", "ember-define-scalar-library", "inline",
                       "symbol-dce"]
 

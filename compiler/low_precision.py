@@ -14,17 +14,13 @@ inputs that the graph returns stay views (aliasing as in eager).
 """
 import torch
 
-from .fx_meta import refresh_meta
+from .fx_meta import refresh_meta, value_of as _val
 from .graph_outputs import VIEW_OPS
 
 aten = torch.ops.aten
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 EXTERN_TAG = "ember_extern"  # node.meta key: the reason this node runs through ATen
 USER_VAL = "ember_user_val"  # node.meta key: the value as eager computes it (for messages)
-
-
-def _val(node):
-    return node.meta.get("val", node.meta.get("example_value"))
 
 
 def _is_low(value):

@@ -13,14 +13,10 @@ import operator
 
 import torch
 
-from .fx_meta import refresh_meta
+from .fx_meta import refresh_meta, value_of as _val
 from .graph_outputs import VIEW_OPS
 
 aten = torch.ops.aten
-
-
-def _val(node):
-    return node.meta.get("val", node.meta.get("example_value"))
 
 
 def _is_scalar_tensor(value):

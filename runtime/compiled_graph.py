@@ -26,8 +26,7 @@ class TensorSpec:
 class CompiledGraph:
     """kernel: a LoadedKernel or None (every output is an input or a view of one)."""
 
-    def __init__(self, kernel, input_specs, output_specs, plan, workspace_bytes=0,
-                 error_messages=()):
+    def __init__(self, kernel, input_specs, output_specs, plan, workspace_bytes=0):
         self.kernel = kernel            # keeps the loaded code alive
         self._fn = kernel.fn if kernel is not None else None
         self.plan = plan
@@ -38,11 +37,11 @@ class CompiledGraph:
         self.output_specs = tuple(output_specs)
         self._out_shapes = [(s.shape, s.dtype) for s in self.output_specs]
         self._error_code = getattr(kernel, "error_code", None)
-        self._error_messages = list(error_messages)
 
     def _raise_failed_check(self):
         code, self._error_code.value = self._error_code.value, 0
-        message = self._error_messages[code - 1] if 0 < code <= len(self._error_messages) else code
+        messages = self.kernel.error_messages
+        message = messages[code - 1] if 0 < code <= len(messages) else code
         shapes = ", ".join(str(tuple(s.shape)) for s in self.input_specs)
         raise RuntimeError(f"ember: a run-time check of the compiled graph failed: {message} "
                            f"(inputs {shapes})")

@@ -103,8 +103,18 @@ def _split_members(members):
 
 
 def _build_group(members, kind):
+    """The group op, or None where its outputs would have several types: a group's results
+    share one type, so a multi-result generic yielding several types stays ungrouped (a
+    loop nest of its own) and the other members form groups of one."""
     member_set = set(members)
     last = members[-1]
+    outputs = [res for m in members for res in m.results
+               if any(use.owner.operation not in member_set for use in res.uses)]
+    if len({str(o.type) for o in outputs}) > 1:
+        if len(members) > 1:
+            for m in members:
+                _build_group([m], kind)
+        return None
     clones = []
 
     def want_clone(op):
@@ -121,12 +131,6 @@ def _build_group(members, kind):
             d = _defining_op(v)
             if d is not None and want_clone(d):
                 clones.append(d)
-    outputs = [res for m in members for res in m.results
-               if any(use.owner.operation not in member_set for use in res.uses)]
-    if len({str(o.type) for o in outputs}) > 1:
-        # A group's results share one type; a multi-result generic yielding several
-        # types stays ungrouped (it is a loop nest of its own), the others group alone.
-        return [_build_group([m], kind) for m in members if len(members) > 1] or None
     with ir.InsertionPoint(last), last.location:
         group = GroupOp([o.type for o in outputs])
         group.operation.attributes["kind"] = ir.StringAttr.get(kind)

@@ -24,6 +24,7 @@ loop must never write outside its buffer. Sort is a stable bottom-up merge sort
 (O(n log n)); a float comparator `ole` / `oge` is made NaN-aware the way torch orders
 (NaN after every number ascending, before every number descending).
 """
+import functools
 import re
 
 from torch_mlir import ir
@@ -38,8 +39,8 @@ LOWERED = ("tm_tensor.scan", "tm_tensor.scatter", "tm_tensor.sort")
 class _Text:
     """Builds MLIR text with fresh SSA names."""
 
-    def __init__(self, prefix):
-        self.lines, self.count, self.prefix = [], 0, prefix
+    def __init__(self):
+        self.lines, self.count = [], 0
 
     def fresh(self, stem="v"):
         self.count += 1
@@ -90,9 +91,11 @@ def _region_function(op, name):
             f"  return {operands.strip()} : {types.strip()}\n}}")
 
 
-def _index_of(t, value, element):
-    """index value of an integer `value` of type `element`."""
-    return t.op(f"arith.index_cast {value} : {element} to index")
+def _at(ivs, dim, k):
+    """Subscripts of the element at position `k` along `dim`, `ivs` indexing the others."""
+    full = list(ivs)
+    full.insert(dim, k)
+    return ", ".join(full)
 
 
 def _nest(t, bounds, carried, body):
@@ -111,7 +114,7 @@ def _nest(t, bounds, carried, body):
     inner = _nest(t, bounds[1:], args, lambda ivs, names: body([iv] + ivs, names))
     t.emit(f"scf.yield {', '.join(inner)} : {types}")
     t.emit("}")
-    return results if len(carried) > 1 else [results[0]]
+    return results
 
 
 def _scatter_text(op, name, combiner):
@@ -119,7 +122,7 @@ def _scatter_text(op, name, combiner):
     u_shape, o_shape = _shape(upd), _shape(orig)
     i_elem = str(ir.RankedTensorType(idx).element_type)
     dim_map = [int(x) for x in re.findall(r"-?\d+", str(op.attributes["dimension_map"]).split(":", 1)[1])]
-    t = _Text(name)
+    t = _Text()
     t.emit(f"func.func private @{name}(%upd: {upd}, %idx: {idx}, %orig: {orig}) -> {orig} {{")
     bounds = [t.const(n) for n in u_shape]
 
@@ -131,7 +134,7 @@ def _scatter_text(op, name, combiner):
             starts[k + offset] = iv
         for depth, dim in enumerate(dim_map):
             raw = t.op(f"tensor.extract %idx[{ivs[0]}, {t.const(depth)}] : {idx}")
-            pos = _index_of(t, raw, i_elem)
+            pos = t.op(f"arith.index_cast {raw} : {i_elem} to index")
             # index_put wraps negative indices (x[-1] = v); scatter's are errors in eager
             negative = t.op(f"arith.cmpi slt, {pos}, {t.const(0)} : index")
             wrapped = t.op(f"arith.addi {pos}, {t.const(o_shape[dim])} : index")
@@ -169,18 +172,13 @@ def _scan_text(op, name, combiner):
     dim = int(ir.IntegerAttr(op.attributes["dimension"]).value)
     inclusive = ir.BoolAttr(op.attributes["inclusive"]).value
     elem = str(ir.RankedTensorType(inp).element_type)
-    t = _Text(name)
+    t = _Text()
     t.emit(f"func.func private @{name}(%in: {inp}, %out: {out}, %acc: {acc}) -> ({out}, {acc}) {{")
     outer = [t.const(n) for k, n in enumerate(shape) if k != dim]
 
     def body(ivs, names):
         o_t, a_t = names
-
-        def at(k):
-            full = list(ivs)
-            full.insert(dim, k)
-            return ", ".join(full)
-
+        at = functools.partial(_at, ivs, dim)
         c0, c1, length = t.const(0), t.const(1), t.const(shape[dim])
         first = (t.op(f"tensor.extract %in[{at(c0)}] : {inp}") if inclusive else
                  t.op(f"tensor.extract {a_t}[{', '.join(ivs)}] : {acc}"))
@@ -233,7 +231,7 @@ def _sort_text(op, name, combiner):
     shape = _shape(op.operands[0].type)
     dim = int(ir.IntegerAttr(op.attributes["dimension"]).value)
     n = len(types)
-    t = _Text(name)
+    t = _Text()
     params = ", ".join(f"%s{e}: {ty}" for e, ty in enumerate(types))
     t.emit(f"func.func private @{name}({params}) -> ({', '.join(types)}) {{")
     scratch = [t.op(f"tensor.empty() : {ty}") for ty in types]
@@ -245,12 +243,7 @@ def _sort_text(op, name, combiner):
 
     def row(ivs, names):
         src, dst = names[:n], names[n:]
-
-        def at(k):
-            full = list(ivs)
-            full.insert(dim, k)
-            return ", ".join(full)
-
+        at = functools.partial(_at, ivs, dim)
         c0, c1, c2 = t.const(0), t.const(1), t.const(2)
         cl, cp = t.const(length), t.const(passes)
         p, pa = t.fresh("pass"), [t.fresh("a") for _ in range(2 * n)]

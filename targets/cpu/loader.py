@@ -78,9 +78,9 @@ def check_resolvable(object_bytes):
 
 class LoadedKernel:
     """error_code: the object's run-time check flag (run_time_checks.py) as a ctypes int,
-    or None when it has no checks."""
+    or None when it has no checks; error_messages[code - 1] says which check failed."""
 
-    def __init__(self, object_bytes, entry, num_args, checks=False):
+    def __init__(self, object_bytes, entry, num_args, error_messages=()):
         check_resolvable(object_bytes)
         llvm = _llvm()
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _state["tm"])
@@ -90,8 +90,9 @@ class LoadedKernel:
         if not address:
             raise RuntimeError(f"loader: entry function '{entry}' not found in the object")
         self.num_args = num_args
+        self.error_messages = list(error_messages)
         self.error_code = None
-        if checks:
+        if self.error_messages:
             from .run_time_checks import ERROR_GLOBAL
 
             self.error_code = ctypes.c_int32.from_address(
