@@ -31,7 +31,7 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
     from ember.compiler.fusion import fuse
     from ember.compiler.pipeline import PipelineError
     from ember.targets.cpu import lower_to_llvm, workspace_bytes
-    from ember.targets.cpu import run_time_checks, runtime_symbols
+    from ember.targets.cpu import aten_math, run_time_checks, runtime_symbols
 
     stats = {}
     t0 = time.perf_counter()
@@ -59,7 +59,7 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
     try:
         engine = ExecutionEngine(module, opt_level=opt_level, enable_object_dump=True)
         import ctypes
-        for symbol in runtime_symbols.known_symbols():
+        for symbol in runtime_symbols.known_symbols() + aten_math.all_symbols():
             # Resolved for real when the object is loaded; here only codegen runs.
             engine.raw_register_runtime(symbol, ctypes.c_void_p(0x1000))
         if not engine.raw_lookup(ENTRY):

@@ -88,8 +88,17 @@ def unsupported_from_message(gm, message):
     m = _OP_IN_DIAGNOSTIC.search(message)
     if m:
         op = f"aten.{m.group(2)}" if m.group(1) == "aten" else f"{m.group(1)}.{m.group(2)}"
-        return _named_error(find_node(gm, op), op, _diagnostic_head(message))
+        return _named_error(find_node(gm, op), op, _missing_library(op) or _diagnostic_head(message))
     return EmberUnsupportedError("the graph", "", _diagnostic_head(message))
+
+
+def _missing_library(op):
+    """Why an op ember calls from ATen's special functions was not compiled, if that is it."""
+    from ember.targets.cpu import aten_math
+
+    if f"torch.{op}" in aten_math.FUNCTIONS and not aten_math.available():
+        return aten_math.unavailable_reason()
+    return None
 
 
 def _diagnostic_head(message, max_lines=12):

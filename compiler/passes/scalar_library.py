@@ -1,6 +1,7 @@
 """Elementwise ops torch-mlir cannot lower (lgamma, erfc, Bessel functions, nextafter,
-copysign) as loops calling the C math library, the way inductor's CPU code calls
-std::lgamma: two passes, one on each side of torch-mlir's lowering.
+copysign; i0, erfinv, igamma, orthogonal polynomials through ATen's own templates,
+targets/cpu/aten_math.py) as loops calling the C math library, the way inductor's CPU code
+calls std::lgamma: two passes, one on each side of torch-mlir's lowering.
 
 ember-call-scalar-library (torch dialect, before torch-mlir's pipelines, which reject a
 `torch.operator` but carry a call to a declared function through type conversion):
@@ -26,6 +27,7 @@ import re
 from torch_mlir import ir
 
 from ember.compiler.ir_walk import collect
+from ember.targets.cpu import aten_math
 
 CALL_PASS_NAME = "ember-call-scalar-library"
 DEFINE_PASS_NAME = "ember-define-scalar-library"
@@ -41,6 +43,8 @@ FUNCTIONS = {
     "torch.aten.special_bessel_y1": ("y1", 1, True),
     "torch.aten.nextafter": ("nextafter", 2, False),  # the next float in the input's type
     "torch.aten.copysign.Tensor": (None, 2, False),
+    # ATen's own templates (targets/cpu/aten_math.py), in the input's type as eager has them.
+    **{op: (function, arity, "aten") for op, (function, arity) in aten_math.FUNCTIONS.items()},
 }
 _FLOAT_TYPES = {"f32": "f", "f64": ""}
 _INF_GIVES_NAN = {"j0", "j1", "y0", "y1"}  # eager: NaN at +-inf, C gives 0
@@ -64,6 +68,8 @@ def _library_op(op):
     name = _op_name(op)
     entry = FUNCTIONS.get(name)
     if entry is None or len(op.operands) != entry[1] or len(op.results) != 1:
+        return None
+    if entry[2] == "aten" and not aten_math.available():
         return None
     result = _vtensor_dtype(str(op.results[0].type))
     if result is None or any(_vtensor_dtype(str(v.type)) != result for v in op.operands):
@@ -109,8 +115,11 @@ def _body_text(op_name, elem, args):
     if function is None:  # copysign
         lines.append(f"%y = math.copysign {args[0]}, {args[1]} : {elem}")
         return lines, "%y", None
-    ctype = "f64" if in_double else elem
-    symbol = function + ("" if ctype == "f64" else _FLOAT_TYPES[elem])
+    if in_double == "aten":
+        ctype, symbol = elem, aten_math.symbol(function, elem)
+    else:
+        ctype = "f64" if in_double else elem
+        symbol = function + ("" if ctype == "f64" else _FLOAT_TYPES[elem])
     call_args = []
     for k, a in enumerate(args):
         if ctype != elem:

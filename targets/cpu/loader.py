@@ -13,7 +13,7 @@ import threading
 
 from elftools.elf.elffile import ELFFile
 
-from . import runtime_symbols
+from . import aten_math, runtime_symbols
 
 _init_lock = threading.Lock()
 _state = {}
@@ -59,6 +59,10 @@ def _resolve(llvm, name):
     """True if MCJIT will find `name`; a symbol of the process that LLVM's own search
     misses (libc's memset, libm's logf) is registered with it."""
     if llvm.address_of_symbol(name):
+        return True
+    found = aten_math.address(name)
+    if found is not None:
+        llvm.add_symbol(name, found)
         return True
     try:
         fn = getattr(_process, name)
