@@ -18,7 +18,7 @@ from ember.compiler.pipeline import PipelineError, run_pipeline, split_top_level
 from ember.dialects import load_ember_dialects
 from ember.compiler.importer import load_torch_dialects
 
-import ember.targets.cpu  # noqa: F401  (registers the CPU passes)
+import ember.targets.cpu.pipeline  # noqa: F401  (registers the CPU passes)
 
 _SPLIT_MARKER = "// -----"
 
