@@ -12,6 +12,7 @@ from .conv_decomposition import convolution
 from .cumulative_extrema import CUMULATIVE_EXTREMA
 from .nan_decompositions import NAN_DECOMPOSITIONS
 from .special_decompositions import SPECIAL_DECOMPOSITIONS
+from .indexing_decompositions import INDEXING_DECOMPOSITIONS
 
 aten = torch.ops.aten
 
@@ -166,6 +167,7 @@ def decomposition_table():
     table.update(NAN_DECOMPOSITIONS)
     table.update(CUMULATIVE_EXTREMA)
     table.update(SPECIAL_DECOMPOSITIONS)
+    table.update(INDEXING_DECOMPOSITIONS)
     table[aten.scatter_add.default] = _scatter_add_nonnegative_dim
     table[aten.cumprod.default] = _cumprod_without_dtype
     table[aten.roll.default] = _roll

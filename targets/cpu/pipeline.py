@@ -40,6 +40,10 @@ BUFFERIZE = [
     "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
     "canonicalize",
     "buffer-deallocation-pipeline",
+    # Where buffer aliasing is only known at run time the deallocation pipeline calls a
+    # generated `dealloc_helper` on dynamic memrefs, which the bare-pointer ABI cannot
+    # take: inline it.
+    "inline",
     workspace.PASS_NAME,  # after deallocation: a dealloc marks where a buffer dies
 ]
 

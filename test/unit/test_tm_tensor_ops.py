@@ -49,6 +49,19 @@ CASES = {
     "topk smallest": (lambda x: torch.topk(x, 2, 1, largest=False), (torch.randn(5, 10),)),
     "amax of a 0-d tensor": (lambda x: torch.amax(x, 0, keepdim=True), (torch.tensor(3.),)),
     "cumsum of a 0-d tensor": (lambda x: torch.cumsum(x, 0), (torch.tensor(3.),)),
+    # index_reduce / put / histc decompose into these scatters (indexing_decompositions.py)
+    "index_reduce amax": (lambda x, i, s: x.index_reduce(0, i, s, "amax"),
+                          (torch.randn(6, 3), torch.tensor([0, 5, 0, 2]), torch.randn(4, 3))),
+    "index_reduce mean no self": (lambda x, i, s: x.index_reduce(1, i, s, "mean", include_self=False),
+                                  (torch.randn(3, 6), torch.tensor([4, 1, 4]), torch.randn(3, 3))),
+    "index_reduce prod 0-d": (lambda x, i, s: x.index_reduce(0, i, s, "prod"),
+                              (torch.tensor(1.5), torch.tensor([0]), torch.tensor(-2.0))),
+    "put accumulate negative": (lambda x, i, s: x.put(i, s, accumulate=True),
+                                (torch.randn(3, 4), torch.tensor([-1, 0, 11, 5]), torch.randn(4))),
+    "histc": (lambda x: torch.histc(x, bins=7, min=-1, max=1),
+              (torch.cat([torch.randn(50), torch.tensor([-1.0, 1.0, _NAN, 2.0])]),)),
+    "histc data range": (lambda x: torch.histc(x, bins=5), (torch.randn(4, 6),)),
+    "histc 0-d": (lambda x: torch.histc(x, bins=3, min=0, max=10), (torch.tensor(10.0),)),
 }
 
 

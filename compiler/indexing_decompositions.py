@@ -1,0 +1,62 @@
+"""Indexed reductions torch-mlir cannot lower, as the scatters ember compiles
+(tm_tensor.scatter -> ember-lower-tm-tensor's bounds-checked loops).
+
+    index_reduce(x, dim, i, src, r)  -> x.scatter_reduce(dim, i broadcast along src, src, r)
+                                        (the same reduction, with i's entries spread over
+                                        src's other dims; prod/mean/amax/amin, include_self)
+    put(x, i, src, accumulate)       -> x.flatten().index_put((i wrapped,), src.flatten(),
+                                        accumulate).view(x.shape)
+    histc(x, bins, lo, hi)           -> zeros(bins).index_put((bin of x,), in-range mask,
+                                        accumulate) with eager's bin formula; lo = hi = 0
+                                        takes x's min and max (+-1 when they are equal)
+"""
+import torch
+
+aten = torch.ops.aten
+
+
+def _index_reduce(x, dim, index, source, reduce, include_self=True):
+    if x.dim() == 0:
+        out = _index_reduce(x.reshape(1), 0, index, source.reshape(1), reduce, include_self)
+        return out.reshape(())
+    dim = dim % x.dim()
+    if source.dim() == 0:
+        source = source.reshape(1)
+    shape = [1] * source.dim()
+    shape[dim] = -1
+    spread = index.reshape(shape).expand(source.shape)
+    return aten.scatter_reduce.two(x, dim, spread, source, reduce, include_self=include_self)
+
+
+def _put(x, index, source, accumulate=False):
+    flat = x.reshape(-1)
+    n = flat.numel()
+    wrapped = torch.where(index < 0, index + n, index).reshape(-1)
+    out = aten.index_put.default(flat, (wrapped,), source.reshape(-1).to(x.dtype), accumulate)
+    return out.reshape(x.shape)
+
+
+def _histc(x, bins=100, min=0, max=0):
+    if not x.dtype.is_floating_point or min > max:  # eager raises on min > max
+        return NotImplemented
+    lo = torch.as_tensor(min, dtype=x.dtype, device=x.device)
+    hi = torch.as_tensor(max, dtype=x.dtype, device=x.device)
+    if min == max and x.numel():  # eager: the data's range, widened by 1 if empty
+        lo, hi = x.min(), x.max()
+        equal = lo == hi
+        lo, hi = torch.where(equal, lo - 1, lo), torch.where(equal, hi + 1, hi)
+    elif min == max:
+        lo, hi = lo - 1, hi + 1
+    flat = x.reshape(-1)
+    inside = (flat >= lo) & (flat <= hi)
+    # ATen's HistogramKernel: pos = (x - lo) * bins / (hi - lo), the top edge in the last bin.
+    position = ((flat - lo) * bins / (hi - lo)).to(torch.int64).clamp(0, bins - 1)
+    counts = torch.zeros(bins, dtype=x.dtype, device=x.device)
+    return aten.index_put.default(counts, (position,), inside.to(x.dtype), True)
+
+
+INDEXING_DECOMPOSITIONS = {
+    aten.index_reduce.default: _index_reduce,
+    aten.put.default: _put,
+    aten.histc.default: _histc,
+}
