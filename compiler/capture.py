@@ -18,6 +18,7 @@ aten = torch.ops.aten
 
 _EXTRA = [
     aten.unbind_copy,
+    aten.permute_copy,
     aten._native_batch_norm_legit_no_training,
     aten._native_batch_norm_legit,
     aten._native_batch_norm_legit_functional,

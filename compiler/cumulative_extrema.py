@@ -27,8 +27,10 @@ def _shift(t, dim, step, fill):
 
 
 def _cumulative_extreme(x, dim, larger):
-    if x.dtype == torch.bool or x.dim() == 0 or x.numel() == 0:
+    if x.dtype == torch.bool or x.numel() == 0:
         return NotImplemented
+    if x.dim() == 0:  # the value itself, at index 0
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
     dim = dim % x.dim()
     n = x.shape[dim]
     if x.dtype.is_floating_point:
@@ -59,8 +61,10 @@ def _logaddexp(a, b):
 
 
 def _logcumsumexp(x, dim):
-    if not x.dtype.is_floating_point or x.dim() == 0 or x.numel() == 0:
+    if not x.dtype.is_floating_point or x.numel() == 0:
         return NotImplemented
+    if x.dim() == 0:
+        return x.clone()
     dim = dim % x.dim()
     value, step, n = x.clone(), 1, x.shape[dim]
     while step < n:

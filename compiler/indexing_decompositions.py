@@ -6,6 +6,11 @@
                                         src's other dims; prod/mean/amax/amin, include_self)
     put(x, i, src, accumulate)       -> x.flatten().index_put((i wrapped,), src.flatten(),
                                         accumulate).view(x.shape)
+    as_strided_scatter(x, src, size, stride, offset) (x contiguous)
+                                     -> x.flatten().index_put((offset + sum_k i_k stride_k,),
+                                        src.flatten()).view(x.shape)
+    isin(x, test)                    -> (x[..., None] == test.flatten()).any(-1) (one fused
+                                        reduction; NaN is in nothing, as in eager)
     histc(x, bins, lo, hi)           -> zeros(bins).index_put((bin of x,), in-range mask,
                                         accumulate) with eager's bin formula; lo = hi = 0
                                         takes x's min and max (+-1 when they are equal)
@@ -36,6 +41,26 @@ def _put(x, index, source, accumulate=False):
     return out.reshape(x.shape)
 
 
+def _as_strided_scatter(x, src, size, stride, storage_offset=None):
+    if not x.is_contiguous() or x.storage_offset() != 0:
+        return NotImplemented  # offsets into a storage the graph does not see
+    position = torch.full((), storage_offset or 0, dtype=torch.int64, device=x.device)
+    for k, (n, step) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[k] = n
+        position = position + (torch.arange(n, device=x.device) * step).reshape(shape)
+    position = position.expand(tuple(size)).reshape(-1)
+    values = src.to(x.dtype).expand(tuple(size)).reshape(-1)
+    return aten.index_put.default(x.reshape(-1), (position,), values).reshape(x.shape)
+
+
+def _isin(elements, test_elements, *, assume_unique=False, invert=False):
+    if not isinstance(elements, torch.Tensor) or not isinstance(test_elements, torch.Tensor):
+        return NotImplemented
+    found = (elements.unsqueeze(-1) == test_elements.reshape(-1)).any(-1)
+    return ~found if invert else found
+
+
 def _histc(x, bins=100, min=0, max=0):
     if not x.dtype.is_floating_point or min > max:  # eager raises on min > max
         return NotImplemented
@@ -59,4 +84,6 @@ INDEXING_DECOMPOSITIONS = {
     aten.index_reduce.default: _index_reduce,
     aten.put.default: _put,
     aten.histc.default: _histc,
+    aten.as_strided_scatter.default: _as_strided_scatter,
+    aten.isin.Tensor_Tensor: _isin,
 }

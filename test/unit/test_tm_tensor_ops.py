@@ -62,6 +62,15 @@ CASES = {
               (torch.cat([torch.randn(50), torch.tensor([-1.0, 1.0, _NAN, 2.0])]),)),
     "histc data range": (lambda x: torch.histc(x, bins=5), (torch.randn(4, 6),)),
     "histc 0-d": (lambda x: torch.histc(x, bins=3, min=0, max=10), (torch.tensor(10.0),)),
+    "as_strided_scatter": (lambda x, s: torch.as_strided_scatter(x, s, (2, 2), (1, 3), 1),
+                           (torch.randn(3, 3), torch.randn(2, 2))),
+    "as_strided_scatter 0-d": (lambda x, s: torch.as_strided_scatter(x, s, (), (), 0),
+                               (torch.randn(1), torch.tensor(3.0))),
+    "isin": (lambda x, t: torch.isin(x, t), (torch.tensor([1.0, 2, _NAN, 4, 5]), torch.tensor([2.0, _NAN, 5]))),
+    "isin invert": (lambda x, t: torch.isin(x, t, invert=True), (torch.randint(0, 6, (4, 5)), torch.tensor([1, 3]))),
+    "permute_copy": (lambda x: torch.permute_copy(x, (0, 2, 3, 1)), (torch.randn(1, 2, 3, 4),)),
+    "cummax 0-d": (lambda x: torch.cummax(x, 0), (torch.tensor(2.5),)),
+    "logcumsumexp 0-d": (lambda x: torch.logcumsumexp(x, 0), (torch.tensor(2.5),)),
 }
 
 
