@@ -13,6 +13,7 @@ from .cumulative_extrema import CUMULATIVE_EXTREMA
 from .nan_decompositions import NAN_DECOMPOSITIONS
 from .special_decompositions import SPECIAL_DECOMPOSITIONS
 from .indexing_decompositions import INDEXING_DECOMPOSITIONS
+from .order_statistics import ORDER_STATISTICS
 
 aten = torch.ops.aten
 
@@ -169,6 +170,7 @@ def decomposition_table():
     table.update(CUMULATIVE_EXTREMA)
     table.update(SPECIAL_DECOMPOSITIONS)
     table.update(INDEXING_DECOMPOSITIONS)
+    table.update(ORDER_STATISTICS)
     table[aten.scatter_add.default] = _scatter_add_nonnegative_dim
     table[aten.cumprod.default] = _cumprod_without_dtype
     table[aten.roll.default] = _roll

@@ -30,9 +30,6 @@ _INT_DIVISION = {"div", "remainder", "fmod", "floor_divide", "div_"}
 KNOWN_UNSUPPORTED = {
     "_embedding_bag": "torch-mlir's lowering drops per_sample_weights",
     "_embedding_bag_forward_only": "torch-mlir's lowering drops per_sample_weights",
-    "median": "no linalg lowering",
-    "nanmedian": "no linalg lowering",
-    "kthvalue": "no linalg lowering",
     "mode": "no linalg lowering",
     "unique": "data-dependent output shape",
     "_unique2": "data-dependent output shape",

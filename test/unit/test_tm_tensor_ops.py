@@ -71,6 +71,20 @@ CASES = {
     "permute_copy": (lambda x: torch.permute_copy(x, (0, 2, 3, 1)), (torch.randn(1, 2, 3, 4),)),
     "cummax 0-d": (lambda x: torch.cummax(x, 0), (torch.tensor(2.5),)),
     "logcumsumexp 0-d": (lambda x: torch.logcumsumexp(x, 0), (torch.tensor(2.5),)),
+    # order statistics: a stable sort and a gather, eager's indices (order_statistics.py)
+    "median dim ties and NaN": (lambda x: torch.median(x, 1),
+                                (torch.tensor([[3.0, 1, 3, 1, 2], [1, _NAN, 2, _NAN, 0], [2, 2, 2, 2, 2]]),)),
+    "nanmedian dim": (lambda x: torch.nanmedian(x, 0, keepdim=True),
+                      (torch.tensor([[_NAN, 1.0, 3.0], [2.0, _NAN, _NAN], [2.0, 5.0, _NAN], [0.0, 1.0, _NAN]]),)),
+    "nanmedian all-NaN row": (lambda x: torch.nanmedian(x, 1).values, (torch.tensor([[_NAN, _NAN], [1.0, _NAN]]),)),
+    "median all": (lambda x: (torch.median(x), torch.nanmedian(x)), (torch.randn(7, 5),)),
+    "median all NaN": (lambda x: (torch.median(x), torch.nanmedian(x)), (torch.tensor([1.0, _NAN, 3.0, 2.0]),)),
+    "median int": (lambda x: torch.median(x, -1), (torch.randint(0, 4, (3, 8)),)),
+    # (eager's quickselect picks among tied elements in no documented order: values only)
+    "kthvalue ties": (lambda x: torch.kthvalue(x, 3, 0).values, (torch.randint(0, 3, (9, 4)).float(),)),
+    "kthvalue": (lambda x: torch.kthvalue(x, 3, 0), (torch.randn(9, 4),)),
+    "kthvalue NaN": (lambda x: torch.kthvalue(x, 4), (torch.tensor([[1.0, _NAN, 0.0, 2.0], [_NAN, _NAN, 1.0, 1.0]]),)),
+    "median 0-d": (lambda x: torch.median(x, 0), (torch.tensor(1.5),)),
 }
 
 
