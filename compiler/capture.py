@@ -14,6 +14,7 @@ from .nan_decompositions import NAN_DECOMPOSITIONS
 from .special_decompositions import SPECIAL_DECOMPOSITIONS
 from .indexing_decompositions import INDEXING_DECOMPOSITIONS
 from .order_statistics import ORDER_STATISTICS
+from .distance_decompositions import DISTANCE_DECOMPOSITIONS
 
 aten = torch.ops.aten
 
@@ -171,6 +172,7 @@ def decomposition_table():
     table.update(SPECIAL_DECOMPOSITIONS)
     table.update(INDEXING_DECOMPOSITIONS)
     table.update(ORDER_STATISTICS)
+    table.update(DISTANCE_DECOMPOSITIONS)
     table[aten.scatter_add.default] = _scatter_add_nonnegative_dim
     table[aten.cumprod.default] = _cumprod_without_dtype
     table[aten.roll.default] = _roll

@@ -23,6 +23,23 @@ def assert_matches_eager(fn, *inputs, rtol=1e-4, atol=1e-4, grad=False):
     return actual
 
 
+def assert_compiles_like_eager_inputs_intact(fn, inputs, grad):
+    """fn compiled (strict) equals eager, in grad mode too, and leaves its inputs as they were."""
+    import pytest
+
+    if grad and not inputs[0].is_floating_point():
+        pytest.skip("integer inputs take no grad")
+    inputs = [t.clone().requires_grad_(grad and k == 0) for k, t in enumerate(inputs)]
+    before = [t.detach().clone() for t in inputs]
+    with torch.set_grad_enabled(grad):
+        expected = fn(*[t.detach().clone() for t in inputs])
+        actual = compile_strict(fn)(*inputs)
+    torch.testing.assert_close(actual, expected, equal_nan=True,
+                               check_dtype=True, rtol=1e-5, atol=1e-5)
+    for t, b in zip(inputs, before):
+        torch.testing.assert_close(t.detach(), b, equal_nan=True, rtol=0, atol=0)
+
+
 def linalg_module(fn, *inputs):
     """The linalg-on-tensors module ember imports for `fn` (one graph expected)."""
     captured = []
