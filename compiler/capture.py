@@ -142,6 +142,15 @@ def _diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
     return out.movedim((-2, -1), (d1, d2))
 
 
+def _empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                    pin_memory=None):
+    """empty in the physical order, permuted back: eager's strides (torch-mlir has no
+    lowering for the op)."""
+    physical = [size[k] for k in physical_layout]
+    inverse = [list(physical_layout).index(k) for k in range(len(size))]
+    return torch.empty(physical, dtype=dtype, device=device).permute(inverse)
+
+
 def _var_mean(x, dim=None, *, correction=None, keepdim=False):
     """(var, mean) from two reductions; torch's decomposition emits prims torch-mlir lacks."""
     dims = list(range(x.dim())) if dim is None or len(dim) == 0 else [d % max(x.dim(), 1) for d in dim]
@@ -179,6 +188,7 @@ def decomposition_table():
     table[aten.diagonal_scatter.default] = _diagonal_scatter
     table[aten.signbit.default] = _signbit
     table[aten.reciprocal.default] = _reciprocal
+    table[aten.empty_permuted.default] = _empty_permuted
     table[aten.var_mean.correction] = _var_mean
     table[aten.std_mean.correction] = _std_mean
     table.update(make_batch_norm_decompositions(dict(table)))
