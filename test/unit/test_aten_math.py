@@ -49,7 +49,7 @@ def test_special_function_compiles_with_eager_values(name):
 def test_special_function_in_float64_and_fused_with_its_neighbours():
     x = torch.randn(8, 16, dtype=torch.float64)
     fn = lambda x: torch.special.i1e(x.sin()) + torch.special.ndtri(torch.sigmoid(x))  # noqa: E731
-    torch.testing.assert_close(compile_strict(fn)(x), fn(x), rtol=1e-15, atol=0)
+    torch.testing.assert_close(compile_strict(fn)(x), fn(x), rtol=1e-13, atol=0)
 
 
 def test_without_a_cxx_compiler_the_op_runs_through_aten_with_the_reason(tmp_path):
