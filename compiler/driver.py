@@ -15,6 +15,9 @@ from ember.runtime import CompiledGraph, TensorSpec
 from ember.runtime.cache import GLOBAL_CACHE, graph_key
 from . import importer
 from .graph_outputs import plan_outputs
+from .scalar_prologue import lift_scalar_computations
+from .symbolic import ShapeProgram, has_symbolic_shapes
+from .symbolic_views import split_symbolic_views
 from .worker import CodegenCrash, compile_in_worker
 
 log = logging.getLogger("ember")
@@ -25,9 +28,12 @@ class EmberCodegenError(EmberError):
     """Code generation failed for a reason that names no ATen op (LLVM, a worker crash)."""
 
 
+def _output_nodes(gm):
+    return list(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+
+
 def _output_specs(gm):
-    out = next(n for n in gm.graph.nodes if n.op == "output")
-    return [TensorSpec.of(importer._val(n)) for n in out.args[0]]
+    return [TensorSpec.of(importer._val(n)) for n in _output_nodes(gm)]
 
 
 def compile_graph(gm, example_inputs, target="cpu", options=None):
@@ -35,6 +41,10 @@ def compile_graph(gm, example_inputs, target="cpu", options=None):
     lower, or EmberCodegenError."""
     if target != "cpu":
         raise EmberUnsupportedError(f"target '{target}'", detail="only 'cpu' is available")
+    if not all(isinstance(t, _INPUT_TYPES) for t in example_inputs):
+        raise EmberUnsupportedError("graph inputs", ", ".join(type(t).__name__ for t in
+                                                             example_inputs),
+                                    "only tensors and scalars are supported as inputs")
     input_specs = [TensorSpec.of(t) for t in example_inputs]
     key = graph_key(gm, input_specs, target, options or {})
     return GLOBAL_CACHE.get_or_build(key, lambda: _build(gm, input_specs))
@@ -47,7 +57,14 @@ def _build(gm, input_specs):
     if kernel_gm is None:
         return CompiledGraph(None, input_specs, [], plan)
     t0 = time.perf_counter()
-    torch_ir = importer.import_to_torch_ir(kernel_gm)
+    output_specs = _output_specs(kernel_gm)
+    shapes = prologue = None
+    if has_symbolic_shapes(kernel_gm):
+        split_symbolic_views(kernel_gm)
+        prologue = lift_scalar_computations(kernel_gm)
+        shapes = ShapeProgram(kernel_gm, [importer._val(n) for n in _output_nodes(kernel_gm)])
+    kernel_inputs = [importer._val(n) for n in kernel_gm.graph.nodes if n.op == "placeholder"]
+    torch_ir = importer.import_to_torch_ir(kernel_gm, shapes)
     dump_dir = os.environ.get("EMBER_DUMP_DIR") or None
     _dump_count[0] += 1
     try:
@@ -62,16 +79,34 @@ def _build(gm, input_specs):
         if stage in ("import", "pipeline"):
             raise importer.unsupported_from_message(kernel_gm, message)
         raise EmberCodegenError(f"ember code generation failed ({stage}): {message.strip()}")
-    output_specs = _output_specs(kernel_gm)
-    num_args = len(input_specs) + len(output_specs) + (1 if reply["workspace_bytes"] else 0)
+    num_sizes = len(shapes.symbols) if shapes is not None else 0
+    # inputs (tensors and lifted scalars), outputs, size arguments, workspace
+    arg_types = [_arg_type(v) for v in kernel_inputs] + ["ptr"] * len(output_specs)
+    arg_types += ["i64"] * num_sizes + (["ptr"] if reply["workspace_bytes"] else [])
     try:
-        kernel = LoadedKernel(reply["object"], importer.ENTRY, num_args,
+        kernel = LoadedKernel(reply["object"], importer.ENTRY, arg_types,
                               error_messages=reply["error_messages"])
     except UnresolvedSymbolError as exc:
         raise EmberCodegenError(f"ember cannot load this graph's code: {exc}") from None
     stats = reply["stats"]
-    log.info("ember: compiled graph (%d nodes, %s kernels) in %.2fs "
-             "[import %.2fs, lower %.2fs, llvm %.2fs]", len(gm.graph.nodes),
+    log.info("ember: compiled %sgraph (%d nodes, %s kernels) in %.2fs "
+             "[import %.2fs, lower %.2fs, llvm %.2fs]",
+             "dynamic-shape " if shapes is not None else "", len(gm.graph.nodes),
              stats.get("kernels"), time.perf_counter() - t0, stats.get("import_s", 0),
              stats.get("lower_s", 0), stats.get("llvm_s", 0))
-    return CompiledGraph(kernel, input_specs, output_specs, plan, reply["workspace_bytes"])
+    return CompiledGraph(kernel, input_specs, output_specs, plan, reply["workspace_bytes"],
+                         shapes=shapes, prologue=prologue)
+
+
+_INPUT_TYPES = (torch.Tensor, int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _arg_type(value):
+    """The C type of a kernel argument for a graph input's example value."""
+    if isinstance(value, torch.Tensor):
+        return "ptr"
+    if isinstance(value, (torch.SymFloat, float)):
+        return "f64"
+    if isinstance(value, (torch.SymBool, bool)):
+        return "i1"
+    return "i64"

@@ -15,6 +15,7 @@ import operator
 import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ember.errors import EmberError, EmberUnsupportedError
 from . import extern_ops, importer, low_precision, zero_dim
@@ -52,22 +53,10 @@ def zero_size_tensors(gm):
     ATen has the exact semantics of degenerate shapes ((3,0)@(0,4) is zeros(3,4))."""
     for node in gm.graph.nodes:
         for v in torch.utils._pytree.tree_leaves(_val(node)):
-            if isinstance(v, torch.Tensor) and v.numel() == 0:
+            # A symbolic size is not known to be 0 (and asking would add a guard).
+            if isinstance(v, torch.Tensor) and statically_known_true(v.numel() == 0):
                 return True
     return False
-
-
-def symbolic_reason(gm):
-    for node in gm.graph.nodes:
-        if node.op != "placeholder":
-            continue
-        v = _val(node)
-        if isinstance(v, torch.SymInt) or (isinstance(v, torch.Tensor) and any(
-                not isinstance(s, int) for s in v.shape)):
-            shape = tuple(v.shape) if isinstance(v, torch.Tensor) else v
-            return EmberUnsupportedError(f"graph input '{node.name}'", str(shape),
-                                         "symbolic (dynamic) shapes are not supported yet")
-    return None
 
 
 def _warn_unsupported(extern, where):
@@ -105,9 +94,6 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict):
     if zero_size_tensors(gm):
         log.info("ember: graph with zero-size tensors runs through ATen")
         return gm
-    exc = symbolic_reason(gm)
-    if exc is not None:
-        raise exc
     if low_precision.has_low_precision(gm):
         low_precision.upcast(gm)
     zero_dim.lift_zero_dim(gm)

@@ -124,11 +124,11 @@ def check_graph_is_importable(gm):
                                              for a in torch.utils._pytree.tree_leaves(node.args)]))
         for v in vals:
             what = f"graph {'input' if node.op == 'placeholder' else 'output'} '{node.name}'"
+            if node.op == "placeholder" and isinstance(v, (torch.SymInt, torch.SymFloat,
+                                                           torch.SymBool)):
+                continue  # a size (or size arithmetic) passed as a scalar argument
             if not isinstance(v, torch.Tensor):
                 raise EmberUnsupportedError(what, _describe(v), "only tensors are supported here")
-            if any(not isinstance(s, int) for s in v.shape):
-                raise EmberUnsupportedError(what, str(tuple(v.shape)),
-                                            "symbolic (dynamic) shapes are not supported yet")
             if v.dtype not in _SUPPORTED_DTYPES:
                 raise EmberUnsupportedError(what, _describe(v), f"dtype {v.dtype} not supported")
             if v.device.type != "cpu":
@@ -144,10 +144,12 @@ def new_fx_importer(context):
     """FxImporter(context), without the side effect of its module-level `logging.debug`:
     with no root handler that call runs logging.basicConfig(), which made every ember
     log line print twice (TORCH_LOGS="+ember") and changed the user's root logger."""
+    from .symbolic_import import BoundaryBindingImporter
+
     root = logging.getLogger()
     before = list(root.handlers)
     try:
-        return FxImporter(context=context)
+        return FxImporter(context=context, graph_node_importer_cls=BoundaryBindingImporter)
     finally:
         for handler in root.handlers[:]:
             if handler not in before:
@@ -182,7 +184,18 @@ def torch_context():
         handle.detach()
 
 
-def import_to_torch_ir(gm):
+def _import_graph(importer, gm, shapes):
+    """import_stateless_graph; with a ShapeProgram (dynamic shapes), through torch-mlir's
+    symbolic-shape import (compiler/symbolic_import.py)."""
+    if shapes is None:
+        importer.import_stateless_graph(gm.graph, func_name=ENTRY)
+    else:
+        from .symbolic_import import import_symbolic_graph
+
+        import_symbolic_graph(importer, gm, ENTRY, shapes)
+
+
+def import_to_torch_ir(gm, shapes=None):
     """FX graph -> torch-dialect MLIR bytecode (pure IR construction, in the user's process).
 
     The lowering to linalg (which can crash on odd shapes) runs in the codegen worker."""
@@ -190,7 +203,7 @@ def import_to_torch_ir(gm):
     with torch_context() as (context, diagnostics):
         try:
             importer = new_fx_importer(context)
-            importer.import_stateless_graph(gm.graph, func_name=ENTRY)
+            _import_graph(importer, gm, shapes)
             buffer = io.BytesIO()
             importer.module.operation.write_bytecode(buffer)
             return buffer.getvalue()
@@ -198,7 +211,7 @@ def import_to_torch_ir(gm):
             raise unsupported_from_message(gm, "\n".join(diagnostics) + f"\n{exc}") from None
 
 
-TORCH_IR_REWRITES = ["ember-call-scalar-library", "ember-stable-sort"]
+TORCH_IR_REWRITES = ["ember-shape-import", "ember-call-scalar-library", "ember-stable-sort"]
 _VERIFIER = ",torch-verify-linalg-on-tensors-backend-contract"
 
 
@@ -229,17 +242,30 @@ def lower_torch_ir_to_linalg(module):
     with module.context:
         PassManager.parse(_linalg_backend_pipeline()).run(module.operation)
     run_pipeline(module, TM_TENSOR_LOWERING, stage="lower-tm-tensor")
+    if _has_symbols(module):
+        run_pipeline(module, SHAPE_RESOLUTION, stage="resolve-dims")
     return module
 
 
-def import_to_linalg(gm):
+# Sizes become the ember_shape symbols; CSE then merges equal ones, and canonicalization
+# folds the shape checks between them.
+SHAPE_RESOLUTION = ["ember-shape-resolve-dims", "cse", "canonicalize"]
+
+
+def _has_symbols(module):
+    from ember.dialects.shape import SYMBOL_OP_NAME
+
+    return bool(collect(module.operation, lambda o: o.name == SYMBOL_OP_NAME))
+
+
+def import_to_linalg(gm, shapes=None):
     """Return an MLIR module (linalg-on-tensors) with function @forward, in this process
     (tests and tools; ember's compile path lowers in the codegen worker)."""
     check_graph_is_importable(gm)
     with torch_context() as (context, diagnostics):
         try:
             importer = new_fx_importer(context)
-            importer.import_stateless_graph(gm.graph, func_name=ENTRY)
+            _import_graph(importer, gm, shapes)
             module = lower_torch_ir_to_linalg(importer.module)
         except Exception as exc:  # torch-mlir raises several types; all mean 'cannot lower'
             raise unsupported_from_message(gm, "\n".join(diagnostics) + f"\n{exc}") from None

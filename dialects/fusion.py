@@ -39,5 +39,8 @@ def load_ember_dialects(context: ir.Context = None) -> None:
     """Load every ember dialect into `context` (or the current one); idempotent."""
     ctx = context or ir.Context.current
     with ctx:
-        if not ctx.is_dialect_loaded(FusionDialect.DIALECT_NAMESPACE):
-            FusionDialect.load()
+        from .shape import ShapeDialect
+
+        for dialect in (FusionDialect, ShapeDialect):
+            if not ctx.is_dialect_loaded(dialect.DIALECT_NAMESPACE):
+                dialect.load()

@@ -7,11 +7,11 @@ from ember.backend import make_backend
 def compile(model_or_fn, *, target="cpu", dynamic=None, options=None):
     """Compile a module or function with ember; eager semantics, compiled kernels.
 
-    dynamic=None compiles one specialised kernel set per input shape (ember's
-    dynamic-shape support is still to come, so symbolic graphs would run eagerly).
+    dynamic follows torch.compile: None (the default) compiles the first shapes
+    statically and recompiles once with symbolic sizes when a size changes; True compiles
+    symbolic sizes from the start; False specialises every new shape.
     """
     opts = dict(options or {})
     opts.setdefault("target", target)
     backend = make_backend(opts)
-    return torch.compile(model_or_fn, backend=backend,
-                         dynamic=False if dynamic is None else dynamic)
+    return torch.compile(model_or_fn, backend=backend, dynamic=dynamic)

@@ -8,27 +8,40 @@ Temporaries live in one workspace allocated with the graph and passed last.
 """
 import threading
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 
 
 @dataclass(frozen=True)
 class TensorSpec:
-    shape: Tuple[int, ...]
-    dtype: torch.dtype
+    """A graph input or output: static sizes as ints, symbolic ones by their expression
+    (e.g. 's77*2'); a size passed as an int (a SymInt input) has dtype None, shape ()."""
+    shape: Tuple[object, ...]
+    dtype: Optional[torch.dtype]
 
     @staticmethod
     def of(t):
-        return TensorSpec(tuple(int(s) for s in t.shape), t.dtype)
+        if not isinstance(t, torch.Tensor):  # an int / float (maybe symbolic)
+            return TensorSpec((str(t),), None)
+        return TensorSpec(tuple(s if isinstance(s, int) else str(s) for s in t.shape), t.dtype)
+
+    @property
+    def is_tensor(self):
+        return self.dtype is not None
 
 
 class CompiledGraph:
-    """kernel: a LoadedKernel or None (every output is an input or a view of one)."""
+    """kernel: a LoadedKernel or None (every output is an input or a view of one).
+    shapes: the graph's ShapeProgram when its sizes are symbolic (compiler/symbolic.py):
+    each call evaluates the size arguments and the output shapes from the inputs."""
 
-    def __init__(self, kernel, input_specs, output_specs, plan, workspace_bytes=0):
+    def __init__(self, kernel, input_specs, output_specs, plan, workspace_bytes=0,
+                 shapes=None, prologue=None):
         self.kernel = kernel            # keeps the loaded code alive
         self._fn = kernel.fn if kernel is not None else None
+        self.shapes = shapes
+        self.prologue = prologue  # size arithmetic computed per call (scalar_prologue.py)
         self.plan = plan
         self.workspace_bytes = workspace_bytes
         self.workspace = None  # allocated on the first call: graphs are built under fake mode
@@ -36,6 +49,7 @@ class CompiledGraph:
         self.input_specs = tuple(input_specs)
         self.output_specs = tuple(output_specs)
         self._out_shapes = [(s.shape, s.dtype) for s in self.output_specs]
+        self._out_dtypes = [s.dtype for s in self.output_specs]
         self._error_code = getattr(kernel, "error_code", None)
 
     def _raise_failed_check(self):
@@ -49,9 +63,22 @@ class CompiledGraph:
     def __call__(self, *args):
         outs = []
         if self._fn is not None:
-            ins = [a if a.is_contiguous() else a.contiguous() for a in args]
-            outs = [torch.empty(shape, dtype=dtype) for shape, dtype in self._out_shapes]
-            pointers = [t.data_ptr() for t in ins] + [t.data_ptr() for t in outs]
+            kernel_args = args
+            if self.shapes is None:
+                sizes = ()
+                outs = [torch.empty(shape, dtype=dtype) for shape, dtype in self._out_shapes]
+            else:
+                if self.prologue is not None:
+                    kernel_args = list(args) + self.prologue.run(args)
+                sizes, shapes = self.shapes.prepare(*kernel_args)
+                outs = [torch.empty(shape, dtype=dtype)
+                        for shape, dtype in zip(shapes, self._out_dtypes)]
+            # (the contiguous copies live in `ins` until the call returns)
+            ins = [a.contiguous() if isinstance(a, torch.Tensor) and not a.is_contiguous()
+                   else a for a in kernel_args]
+            pointers = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in ins]
+            pointers += [t.data_ptr() for t in outs]
+            pointers += sizes
             if self.workspace_bytes:
                 with self._lock:
                     if self.workspace is None:

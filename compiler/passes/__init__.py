@@ -1,7 +1,7 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
 from . import (fold_transpose_into_matmul, form_fusion_groups, generalize_data_movement,
-               inline_fusion_groups, lower_tm_tensor, scalar_library, split_reductions,
-               stable_sort)
+               inline_fusion_groups, lower_tm_tensor, scalar_library, shape_import,
+               shape_resolve_dims, split_reductions, stable_sort)
 
 # name -> callable(op, pass) run on the top-level module.
 PYTHON_PASSES = {
@@ -15,6 +15,8 @@ PYTHON_PASSES = {
     scalar_library.CALL_PASS_NAME: scalar_library.call_scalar_library,
     scalar_library.DEFINE_PASS_NAME: scalar_library.define_scalar_library,
     stable_sort.PASS_NAME: stable_sort.stable_sort,
+    shape_import.PASS_NAME: shape_import.shape_import,
+    shape_resolve_dims.PASS_NAME: shape_resolve_dims.shape_resolve_dims,
 }
 
 # name -> list of pipeline elements; lets one name stand for a short sequence.
@@ -41,6 +43,10 @@ PASS_DESCRIPTIONS = {
     scalar_library.CALL_PASS_NAME: "torch.operator lgamma/erfc/bessel/nextafter/copysign -> call",
     scalar_library.DEFINE_PASS_NAME: "ember_lib_* declarations -> linalg loops calling libm",
     stable_sort.PASS_NAME: "torch.operator aten.sort.stable -> torch.aten.sort (ember's is stable)",
+    shape_import.PASS_NAME: "torch.symbolic_int/bind_symbolic_shape -> ember_shape symbols "
+                            "and argument/result shape attributes",
+    shape_resolve_dims.PASS_NAME: "tensor.dim of a bound tensor -> its ember_shape symbol "
+                                  "(or affine expression of symbols)",
 }
 
 

@@ -5,7 +5,8 @@ nothing in this step can hit an LLVM assertion on odd IR. One thing could still 
 MCJIT ends the process ("LLVM ERROR: Program used external function ...") when the
 object needs a symbol this process lacks, so every undefined symbol is resolved first
 and a missing one is an ordinary error (the graph then runs through ATen). The entry
-function takes one bare pointer per tensor (inputs, outputs, then the workspace if any).
+function takes one bare pointer per tensor (inputs, outputs), the size arguments of a
+dynamic-shape graph (int64), then the workspace pointer if any.
 """
 import ctypes
 import io
@@ -84,7 +85,8 @@ class LoadedKernel:
     """error_code: the object's run-time check flag (run_time_checks.py) as a ctypes int,
     or None when it has no checks; error_messages[code - 1] says which check failed."""
 
-    def __init__(self, object_bytes, entry, num_args, error_messages=()):
+    def __init__(self, object_bytes, entry, arg_types, error_messages=()):
+        """arg_types: one of 'ptr', 'i64', 'f64', 'i1' per argument of the entry."""
         check_resolvable(object_bytes)
         llvm = _llvm()
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _state["tm"])
@@ -93,7 +95,7 @@ class LoadedKernel:
         address = self._engine.get_function_address(entry)
         if not address:
             raise RuntimeError(f"loader: entry function '{entry}' not found in the object")
-        self.num_args = num_args
+        self.num_args = len(arg_types)
         self.error_messages = list(error_messages)
         self.error_code = None
         if self.error_messages:
@@ -101,4 +103,8 @@ class LoadedKernel:
 
             self.error_code = ctypes.c_int32.from_address(
                 self._engine.get_global_value_address(ERROR_GLOBAL))
-        self.fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * num_args))(address)
+        self.fn = ctypes.CFUNCTYPE(None, *[_C_TYPES[t] for t in arg_types])(address)
+
+
+_C_TYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "f64": ctypes.c_double,
+            "i1": ctypes.c_bool}

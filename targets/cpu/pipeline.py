@@ -2,7 +2,7 @@
 from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
 from . import (blas, distinct_results, math_approx, memref_copy, parallel, reassociate,
-               run_time_checks, workspace)
+               run_time_checks, shape_arguments, workspace)
 
 # (name, pass, description, what it needs of its input: on tensor IR the bufferized-IR
 # passes would find nothing to do, so ember-opt reports that instead of a silent no-op)
@@ -23,6 +23,9 @@ _CPU_PASSES = [
     (distinct_results.PASS_NAME, distinct_results.distinct_results,
      "copy a returned buffer that is returned twice or is an argument (out-params)",
      "bufferized"),
+    (shape_arguments.PASS_NAME, shape_arguments.shape_to_arguments,
+     "ember_shape symbols -> size arguments; dynamic buffers -> bare pointers re-viewed",
+     "bufferized"),
     (run_time_checks.PASS_NAME, run_time_checks.asserts_to_error_code,
      "cf.assert -> an error code the runtime raises (no abort of the process)", None),
     (math_approx.PASS_NAME, math_approx.approximate_math,
@@ -38,6 +41,8 @@ BUFFERIZE = [
     # The runtime allocates outputs with torch: results become trailing out-params.
     distinct_results.PASS_NAME,
     "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
+    # Dynamic shapes: sizes become arguments, every buffer stays a bare pointer.
+    shape_arguments.PASS_NAME,
     "canonicalize",
     "buffer-deallocation-pipeline",
     # Where buffer aliasing is only known at run time the deallocation pipeline calls a

@@ -1,0 +1,104 @@
+"""Size arithmetic of a dynamic-shape graph moves out of the kernel into its call prologue.
+
+Dynamo graphs compute scalars from the symbolic sizes: `mul = s0 * s1` for a reshape,
+`sym_float(s3) ** -0.5` for attention's scale. torch-mlir imports few of these
+(`sym_float` not at all), and they are cheap Python on ints. Each such node whose inputs
+are graph inputs (or other such nodes) becomes a new graph input; the CompiledGraph
+computes it per call by running the same FX targets on the actual ints:
+
+    before: forward(a0: s0, a1: s1, x: (s0, s1, 8))
+              mul = a0 * a1;  scale = sym_float(a1) ** -0.5
+              v = view(x, [mul, 8]);  y = mul.Scalar(v, scale)
+    after:  forward(a0, a1, x, p0: s0*s1, p1: float)   prologue: p0 = a0 * a1
+              v = view(x, [p0, 8]);  y = mul.Scalar(v, p1)     p1 = sym_float(a1) ** -0.5
+"""
+import operator
+
+import torch
+
+_SCALARS = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
+
+
+def _val(node):
+    return node.meta.get("val", node.meta.get("example_value"))
+
+
+def _is_scalar_node(node):
+    return node.op == "call_function" and isinstance(_val(node), (torch.SymInt, torch.SymFloat,
+                                                                   torch.SymBool))
+
+
+class Prologue:
+    """The lifted nodes in evaluation order, as (target, args with ('in', i) / ('p', j)
+    references, kwargs); `run(args)` returns the extra arguments of one call."""
+
+    def __init__(self, steps):
+        self.steps = steps
+        lines = ["def run(args):", "    p = []"]
+        namespace = {}
+        for j, (target, args, kwargs) in enumerate(steps):
+            namespace[f"f{j}"] = target
+
+            def ref(a):
+                if isinstance(a, tuple) and len(a) == 2 and a[0] in ("in", "p"):
+                    return f"args[{a[1]}]" if a[0] == "in" else f"p[{a[1]}]"
+                namespace[f"c{len(namespace)}"] = a
+                return f"c{len(namespace) - 1}"
+
+            call = ", ".join([ref(a) for a in args] + [f"{k}={ref(v)}" for k, v in kwargs.items()])
+            lines.append(f"    p.append(f{j}({call}))")
+        lines.append("    return p")
+        exec(compile("\n".join(lines), "<ember scalar prologue>", "exec"), namespace)
+        self.run = namespace["run"]
+
+    def __len__(self):
+        return len(self.steps)
+
+
+def lift_scalar_computations(gm):
+    """Rewrite `gm` in place (see the module doc); return the Prologue (None: nothing to
+    lift). Nodes reading computed tensors (`.item()`) stay."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    index = {n: ("in", i) for i, n in enumerate(placeholders)}
+    lifted = []  # (node, target, args, kwargs)
+    for node in graph.nodes:
+        if not _is_scalar_node(node):
+            continue
+        ok = True
+
+        def convert(a):
+            nonlocal ok
+            if isinstance(a, torch.fx.Node):
+                if a not in index:
+                    ok = False
+                    return None
+                return index[a]
+            if isinstance(a, (list, tuple)):
+                ok = False  # keep the prologue to scalar operations
+            return a
+
+        args = [convert(a) for a in node.args]
+        kwargs = {k: convert(v) for k, v in node.kwargs.items()}
+        if not ok:
+            continue
+        index[node] = ("p", len(lifted))
+        lifted.append((node, node.target, args, kwargs))
+    if not lifted:
+        return None
+    last = placeholders[-1] if placeholders else None
+    for j, (node, *_rest) in enumerate(lifted):
+        if last is None:
+            with graph.inserting_before(next(iter(graph.nodes))):
+                new = graph.placeholder(f"scalar_{j}")
+        else:
+            with graph.inserting_after(last):
+                new = graph.placeholder(f"scalar_{j}")
+        new.meta["val"] = _val(node)
+        node.replace_all_uses_with(new)
+        last = new
+    for node, *_rest in reversed(lifted):
+        graph.erase_node(node)
+    graph.lint()
+    gm.recompile()
+    return Prologue([(t, a, k) for _n, t, a, k in lifted])

@@ -1,0 +1,172 @@
+"""What Dynamo's ShapeEnv knows about a graph's symbolic sizes, for the importer and the
+runtime.
+
+    graph inputs: arg0 = s77 (an int), arg1: (s77, 8), arg2: (s77 * 2,)
+    symbols:      s77 from arg1.shape[0], range [2, 4096], divisor 1
+    prepare():    s77 = a1.shape[0]; check a2.shape[0] == 2*s77 and 2 <= s77 <= 4096;
+                  return the symbol values and the kernel outputs' shapes
+
+`ShapeProgram` compiles those few lines to one Python function when the graph is built,
+so a call costs a handful of attribute reads and comparisons, not an interpretation of
+sympy expressions.
+"""
+import sympy
+import torch
+from torch.utils._sympy.numbers import int_oo
+from torch.utils._sympy.printers import PythonPrinter
+
+from ember.errors import EmberUnsupportedError
+
+INT64_MAX = 2 ** 63 - 1
+
+
+def _val(node):
+    return node.meta.get("val", node.meta.get("example_value"))
+
+
+def _expr(size):
+    """The sympy expression of a size (a SymInt or an int)."""
+    return size.node.expr if isinstance(size, torch.SymInt) else sympy.Integer(int(size))
+
+
+def is_symbolic_value(v):
+    if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return True
+    return isinstance(v, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in v.shape)
+
+
+def has_symbolic_shapes(gm):
+    return any(is_symbolic_value(_val(n)) for n in gm.graph.nodes if n.op == "placeholder")
+
+
+def shape_env_of(gm):
+    for node in gm.graph.nodes:
+        for v in torch.utils._pytree.tree_leaves(_val(node)):
+            if isinstance(v, torch.SymInt):
+                return v.node.shape_env
+            if isinstance(v, torch.Tensor):
+                for s in v.shape:
+                    if isinstance(s, torch.SymInt):
+                        return s.node.shape_env
+    return None
+
+
+def _free_symbols(gm):
+    found = set()
+    for node in gm.graph.nodes:
+        for v in torch.utils._pytree.tree_leaves(_val(node)):
+            if isinstance(v, torch.SymInt):
+                found |= v.node.expr.free_symbols
+            elif isinstance(v, torch.Tensor):
+                for s in v.shape:
+                    if isinstance(s, torch.SymInt):
+                        found |= s.node.expr.free_symbols
+    return found
+
+
+class ShapeProgram:
+    """The symbols of one graph: where each is read from, its facts, and the compiled
+    per-call function that evaluates them, checks them, and gives the output shapes."""
+
+    def __init__(self, gm, output_vals):
+        self.shape_env = shape_env_of(gm)
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.sources = {}  # symbol -> Python expression reading it from the arguments
+        self._int_inputs = {}  # placeholder index -> its symbol
+        for i, node in enumerate(placeholders):
+            v = _val(node)
+            if isinstance(v, torch.SymInt):
+                self._int_inputs[i] = v.node.expr
+                if isinstance(v.node.expr, sympy.Symbol):
+                    self.sources.setdefault(v.node.expr, f"a{i}")
+            elif isinstance(v, torch.Tensor):
+                for k, s in enumerate(v.shape):
+                    if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
+                        self.sources.setdefault(s.node.expr, f"a{i}.shape[{k}]")
+        missing = _free_symbols(gm) - set(self.sources)
+        if missing:
+            names = ", ".join(sorted(map(str, missing)))
+            raise EmberUnsupportedError(
+                "the graph", "", f"sizes {names} are not sizes of its inputs (data-dependent "
+                "sizes are computed by ATen)")
+        # First-appearance order: the order of the size arguments of the compiled code.
+        self.symbols = list(self.sources)
+        self.ranges = {s: self._range(s) for s in self.symbols}
+        self.divisors = {s: self._divisor(s) for s in self.symbols}
+        self._prepare = self._compile(placeholders, output_vals)
+
+    def _range(self, symbol):
+        vr = self.shape_env.var_to_range.get(symbol) if self.shape_env else None
+        if vr is None:
+            return 0, INT64_MAX
+        lower = 0 if vr.lower in (-int_oo,) or vr.lower < 0 else int(vr.lower)
+        upper = INT64_MAX if vr.upper == int_oo or vr.upper > INT64_MAX else int(vr.upper)
+        return lower, upper
+
+    def _divisor(self, symbol):
+        """The largest k such that the guards established s % k == 0."""
+        best = 1
+        for fact in getattr(self.shape_env, "divisible", ()) or ():
+            args = getattr(fact, "args", ())
+            if len(args) == 2 and args[0] == symbol and args[1].is_Integer:
+                best = max(best, int(args[1]))
+        return best
+
+    def int_arguments(self):
+        """{placeholder index: sympy expression} for the inputs that are sizes (ints)."""
+        return dict(self._int_inputs)
+
+    def symbol_names(self):
+        return [str(s) for s in self.symbols]
+
+    def _compile(self, placeholders, output_vals):
+        printer = PythonPrinter()
+        lines = [f"def prepare({', '.join(f'a{i}' for i in range(len(placeholders)))}):"]
+        for s in self.symbols:
+            lines.append(f"    {s} = {self.sources[s]}")
+        checks = []
+        for i, node in enumerate(placeholders):
+            v = _val(node)
+            if isinstance(v, torch.Tensor):
+                for k, size in enumerate(v.shape):
+                    read = f"a{i}.shape[{k}]"
+                    # Static sizes are Dynamo's guards; a symbolic one that is not read
+                    # is assumed by the kernel (it reads only the size arguments).
+                    if isinstance(size, torch.SymInt) and read not in self.sources.values():
+                        checks.append(f"{read} != {printer.doprint(_expr(size))}")
+        for s in self.symbols:
+            lo, hi = self.ranges[s]
+            checks.append(f"not {lo} <= {s} <= {hi}")
+            if self.divisors[s] > 1:
+                checks.append(f"{s} % {self.divisors[s]}")
+        if checks:
+            lines.append(f"    if {' or '.join(checks)}:")
+            lines.append(f"        fail(({', '.join(str(s) for s in self.symbols)},))")
+        shapes = ["(" + "".join(f"{printer.doprint(_expr(d))}, " for d in v.shape) + ")"
+                  for v in output_vals]
+        lines.append(f"    return ({''.join(f'{s}, ' for s in self.symbols)}), "
+                     f"({''.join(s + ', ' for s in shapes)})")
+        namespace = {"fail": self._fail}
+        exec(compile("\n".join(lines), "<ember shape program>", "exec"), namespace)
+        self.source = "\n".join(lines)
+        return namespace["prepare"]
+
+    def _fail(self, values):
+        facts = ", ".join(f"{s} in [{lo}, {hi}]" + (f" and a multiple of {self.divisors[s]}"
+                                                  if self.divisors[s] > 1 else "")
+                          for s, (lo, hi) in self.ranges.items())
+        got = ", ".join(f"{s}={v}" for s, v in zip(self.symbols, values))
+        raise RuntimeError(f"ember: the inputs' sizes break the compiled graph's shape "
+                           f"assumptions ({facts}; sizes of equal symbols must match); got "
+                           f"{got}")
+
+    def prepare(self, *args):
+        """(symbol values, output shapes) for one call."""
+        return self._prepare(*args)
+
+    def guards_for_import(self):
+        """{name: (min, max)} for torch-mlir's symbolic import, in size-argument order."""
+        return {str(s): self.ranges[s] for s in self.symbols}
+
+    def divisors_attr(self):
+        return {str(s): d for s, d in self.divisors.items() if d > 1}
