@@ -62,6 +62,19 @@ def _shape(t):
     return list(ir.RankedTensorType(t).shape)
 
 
+def _dim(t, value, type_, k):
+    """Index SSA name of size k of tensor `value` (a constant when static)."""
+    rt = ir.RankedTensorType(ir.Type.parse(type_) if isinstance(type_, str) else type_)
+    if not rt.is_dynamic_dim(k):
+        return t.const(rt.shape[k])
+    return t.op(f"tensor.dim {value}, {t.const(k)} : {type_}", "d")
+
+
+def _dims(t, value, type_):
+    rank = len(_shape(ir.Type.parse(type_) if isinstance(type_, str) else type_))
+    return [_dim(t, value, type_, k) for k in range(rank)]
+
+
 def _capture_constants(op):
     """Clone constants the region reads from outside into it, so it prints standalone."""
     block = op.regions[0].blocks[0]
@@ -124,7 +137,8 @@ def _scatter_text(op, name, combiner):
     dim_map = [int(x) for x in re.findall(r"-?\d+", str(op.attributes["dimension_map"]).split(":", 1)[1])]
     t = _Text()
     t.emit(f"func.func private @{name}(%upd: {upd}, %idx: {idx}, %orig: {orig}) -> {orig} {{")
-    bounds = [t.const(n) for n in u_shape]
+    bounds = _dims(t, "%upd", upd)
+    o_dims = _dims(t, "%orig", orig)
 
     def body(ivs, names):
         (acc,) = names
@@ -137,13 +151,13 @@ def _scatter_text(op, name, combiner):
             pos = t.op(f"arith.index_cast {raw} : {i_elem} to index")
             # index_put wraps negative indices (x[-1] = v); scatter's are errors in eager
             negative = t.op(f"arith.cmpi slt, {pos}, {t.const(0)} : index")
-            wrapped = t.op(f"arith.addi {pos}, {t.const(o_shape[dim])} : index")
+            wrapped = t.op(f"arith.addi {pos}, {o_dims[dim]} : index")
             pos = t.op(f"arith.select {negative}, {wrapped}, {pos} : index")
             starts[dim] = t.op(f"arith.addi {pos}, {starts[dim]} : index") if starts[dim] else pos
         ok = None
         for dim, s in enumerate(starts):
             lo = t.op(f"arith.cmpi sge, {s}, {t.const(0)} : index")
-            hi = t.op(f"arith.cmpi slt, {s}, {t.const(o_shape[dim])} : index")
+            hi = t.op(f"arith.cmpi slt, {s}, {o_dims[dim]} : index")
             both = t.op(f"arith.andi {lo}, {hi} : i1")
             ok = t.op(f"arith.andi {ok}, {both} : i1") if ok else both
         where = ", ".join(starts)
@@ -174,12 +188,13 @@ def _scan_text(op, name, combiner):
     elem = str(ir.RankedTensorType(inp).element_type)
     t = _Text()
     t.emit(f"func.func private @{name}(%in: {inp}, %out: {out}, %acc: {acc}) -> ({out}, {acc}) {{")
-    outer = [t.const(n) for k, n in enumerate(shape) if k != dim]
+    sizes = _dims(t, "%in", inp)
+    outer = [n for k, n in enumerate(sizes) if k != dim]
 
     def body(ivs, names):
         o_t, a_t = names
         at = functools.partial(_at, ivs, dim)
-        c0, c1, length = t.const(0), t.const(1), t.const(shape[dim])
+        c0, c1, length = t.const(0), t.const(1), sizes[dim]
         first = (t.op(f"tensor.extract %in[{at(c0)}] : {inp}") if inclusive else
                  t.op(f"tensor.extract {a_t}[{', '.join(ivs)}] : {acc}"))
         o1 = t.op(f"tensor.insert {first} into {o_t}[{at(c0)}] : {out}")
@@ -234,10 +249,20 @@ def _sort_text(op, name, combiner):
     t = _Text()
     params = ", ".join(f"%s{e}: {ty}" for e, ty in enumerate(types))
     t.emit(f"func.func private @{name}({params}) -> ({', '.join(types)}) {{")
-    scratch = [t.op(f"tensor.empty() : {ty}") for ty in types]
-    outer = [t.const(s) for k, s in enumerate(shape) if k != dim]
-    length = shape[dim]
-    passes = max(0, (length - 1).bit_length())
+    sizes = _dims(t, "%s0", types[0])
+    dynamic = ", ".join(d for k, d in enumerate(sizes) if shape[k] == ir.ShapedType.get_dynamic_size())
+    scratch = [t.op(f"tensor.empty({dynamic}) : {ty}") for ty in types]
+    outer = [d for k, d in enumerate(sizes) if k != dim]
+    length = sizes[dim]
+    if shape[dim] != ir.ShapedType.get_dynamic_size():
+        passes = t.const(max(0, (shape[dim] - 1).bit_length()))
+    else:  # ceil(log2(length)) = 64 - ctlz(length - 1); 0 for length 1
+        last = t.op(f"arith.index_cast {t.op(f'arith.subi {length}, {t.const(1)} : index')} "
+                    ": index to i64")
+        zeros = t.op(f"math.ctlz {last} : i64")
+        width = t.op("arith.constant 64 : i64")
+        count = t.op(f"arith.subi {width}, {zeros} : i64")
+        passes = t.op(f"arith.index_cast {count} : i64 to index")
     carried = [(f"%s{e}", ty) for e, ty in enumerate(types)] + list(zip(scratch, types))
     all_types = ", ".join(ty for _, ty in carried)
 
@@ -245,7 +270,7 @@ def _sort_text(op, name, combiner):
         src, dst = names[:n], names[n:]
         at = functools.partial(_at, ivs, dim)
         c0, c1, c2 = t.const(0), t.const(1), t.const(2)
-        cl, cp = t.const(length), t.const(passes)
+        cl, cp = length, passes
         p, pa = t.fresh("pass"), [t.fresh("a") for _ in range(2 * n)]
         pr = [t.fresh("r") for _ in range(2 * n)]
         inits = ", ".join(f"{a} = {v}" for a, v in zip(pa, src + dst))
@@ -313,11 +338,10 @@ _BUILDERS = {"tm_tensor.scatter": _scatter_text, "tm_tensor.scan": _scan_text,
 
 
 def _lowerable(op):
-    if any(not isinstance(v.type, ir.RankedTensorType) or not v.type.has_static_shape
-           for v in op.operands):
+    if any(not isinstance(v.type, ir.RankedTensorType) for v in op.operands):
         return False
     if op.name == "tm_tensor.sort":
-        return 0 < _shape(op.operands[0].type)[int(ir.IntegerAttr(op.attributes["dimension"]).value)]
+        return 0 != _shape(op.operands[0].type)[int(ir.IntegerAttr(op.attributes["dimension"]).value)]
     return True
 
 
