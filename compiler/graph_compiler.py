@@ -59,6 +59,20 @@ def zero_size_tensors(gm):
     return False
 
 
+# Ops that reach the backend after AOTAutograd's decompositions (Dynamo's
+# tensorify-python-scalars pass writes SymFloat arithmetic as true_divide) and that
+# torch-mlir knows under another name.
+_ALIASES = {torch.ops.aten.true_divide.Tensor: torch.ops.aten.div.Tensor,
+            torch.ops.aten.true_divide.Scalar: torch.ops.aten.div.Scalar}
+
+
+def rename_aliases(gm):
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in _ALIASES:
+            node.target = _ALIASES[node.target]
+    gm.recompile()
+
+
 def _warn_unsupported(extern, where):
     """One warning per unsupported ATen op (getitems follow their source, unnamed)."""
     for node, (kind, err) in extern.items():
@@ -94,6 +108,7 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict):
     if zero_size_tensors(gm):
         log.info("ember: graph with zero-size tensors runs through ATen")
         return gm
+    rename_aliases(gm)
     if low_precision.has_low_precision(gm):
         low_precision.upcast(gm)
     zero_dim.lift_zero_dim(gm)

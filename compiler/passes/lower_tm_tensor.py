@@ -31,6 +31,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from ember.compiler.ir_walk import collect
+from .shape_import import set_arg_attr
 
 PASS_NAME = "ember-lower-tm-tensor"
 LOWERED = ("tm_tensor.scan", "tm_tensor.scatter", "tm_tensor.sort")
@@ -361,9 +362,8 @@ def _protect_arguments(module_op):
     for f in collect(module_op, lambda o: o.name == "func.func"):
         if "sym_visibility" in f.attributes:
             continue
-        count = len(f.regions[0].blocks[0].arguments)
-        read_only = ir.DictAttr.get({"bufferization.writable": ir.BoolAttr.get(False)})
-        f.attributes["arg_attrs"] = ir.ArrayAttr.get([read_only] * count)
+        for i in range(len(f.regions[0].blocks[0].arguments)):
+            set_arg_attr(f, i, "bufferization.writable", ir.BoolAttr.get(False))
 
 
 def lower_tm_tensor(module_op, pass_=None):
