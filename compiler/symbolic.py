@@ -12,6 +12,7 @@ sympy expressions.
 """
 import sympy
 import torch
+from torch.utils._sympy.functions import Mod, PythonMod
 from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.printers import PythonPrinter
 
@@ -104,12 +105,17 @@ class ShapeProgram:
         return lower, upper
 
     def _divisor(self, symbol):
-        """The largest k such that the guards established s % k == 0."""
+        """The largest k such that a guard Dynamo installs states s % k == 0 (the
+        ShapeEnv's `divisible` set also holds facts derived for simplification only)."""
         best = 1
-        for fact in getattr(self.shape_env, "divisible", ()) or ():
-            args = getattr(fact, "args", ())
-            if len(args) == 2 and args[0] == symbol and args[1].is_Integer:
-                best = max(best, int(args[1]))
+        for guard in getattr(self.shape_env, "guards", ()) or ():
+            expr = getattr(guard, "expr", None)
+            if not isinstance(expr, sympy.Eq) or expr.args[1] != 0:
+                continue
+            mod = expr.args[0]
+            if isinstance(mod, (sympy.Mod, Mod, PythonMod)) and mod.args[0] == symbol \
+                    and mod.args[1].is_Integer:
+                best = max(best, int(mod.args[1]))
         return best
 
     def int_arguments(self):

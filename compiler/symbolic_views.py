@@ -12,8 +12,13 @@ without guessing (prims.collapse -> collapse_shape, unflatten -> expand_shape/re
     after:  v = prims.collapse(x, 0, 1)
             w = unflatten.int(y, 0, [s0, s1])
 """
+import operator
+
 import sympy
 import torch
+from torch.utils._sympy.functions import FloorDiv
+
+from ember.errors import EmberUnsupportedError
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -28,7 +33,7 @@ def _expr(size):
     return size.node.expr if isinstance(size, torch.SymInt) else sympy.Integer(int(size))
 
 
-def _groups(in_sizes, out_sizes, hint):
+def _groups(in_sizes, out_sizes, hint, equal):
     """[(in dims, out dims)] with equal products, or None if no exact grouping is found.
     Which side grows next is decided on the example sizes (`hint`); each group's products
     must then be equal symbolically."""
@@ -47,17 +52,82 @@ def _groups(in_sizes, out_sizes, hint):
                 j += 1
             else:
                 return None
-        if sympy.simplify(pi - pj) != 0:
+        if not equal(pi, pj):
             return None
         groups.append((gi, gj))
     # Trailing size-1 dims were absorbed by the last group's hint equality.
     return groups
 
 
-def _size_args(node, sizes):
-    """The view's size arguments (ints or SymInt nodes), with -1 resolved to the value."""
-    args = list(node.args[1])
-    return [s if not (isinstance(s, int) and s == -1) else v for s, v in zip(args, sizes)]
+class _SizeNodes:
+    """FX nodes computing size expressions from the graph's inputs (the scalar prologue
+    then computes them per call): a -1 of a view has to become its value."""
+
+    _OPS = {sympy.Add: operator.add, sympy.Mul: operator.mul, FloorDiv: operator.floordiv}
+
+    def __init__(self, graph):
+        self.graph, self.sources = graph, {}
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        for node in placeholders:
+            v = _val(node)
+            if isinstance(v, torch.SymInt) and isinstance(v.node.expr, sympy.Symbol):
+                self.sources.setdefault(v.node.expr, (node, None))
+            elif isinstance(v, torch.Tensor):
+                for k, size in enumerate(v.shape):
+                    if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
+                        self.sources.setdefault(size.node.expr, (node, k))
+
+    def build(self, expr):
+        """An int or a node for `expr` (inserted at the graph's current insertion point)."""
+        if isinstance(expr, sympy.Integer):
+            return int(expr)
+        if isinstance(expr, sympy.Symbol):
+            if expr not in self.sources:
+                raise KeyError(expr)
+            node, k = self.sources[expr]
+            if k is None:
+                return node
+            out = self.graph.call_function(aten.sym_size.int, (node, k))
+            out.meta["val"] = _val(node).shape[k]
+            return out
+        if isinstance(expr, sympy.Pow) and isinstance(expr.args[1], sympy.Integer) \
+                and int(expr.args[1]) > 0:
+            expr = sympy.Mul(*[expr.args[0]] * int(expr.args[1]), evaluate=False)
+        op = self._OPS.get(type(expr))
+        if op is None:
+            raise KeyError(expr)
+        args = [self.build(a) for a in expr.args]
+        value = args[0]
+        for a in args[1:]:
+            value = self._binary(op, value, a)
+        return value
+
+    def _binary(self, op, a, b):
+        out = self.graph.call_function(op, (a, b))
+        out.meta["val"] = op(_val(a) if isinstance(a, torch.fx.Node) else a,
+                             _val(b) if isinstance(b, torch.fx.Node) else b)
+        return out
+
+
+def _unsupported(node):
+    """A symbolic reshape ember cannot write exactly runs through ATen (torch-mlir's own
+    lowering would guess)."""
+    from .importer import node_input_shapes, user_op_name
+
+    return EmberUnsupportedError(user_op_name(node), node_input_shapes(node),
+                                 "reshape with symbolic sizes that do not group exactly")
+
+
+def _prover(fake):
+    """Whether two size expressions are equal for all sizes the guards allow."""
+    env = next((s.node.shape_env for s in fake.shape if isinstance(s, torch.SymInt)), None)
+
+    def equal(a, b):
+        if sympy.simplify(a - b) == 0:
+            return True
+        return env is not None and env._maybe_evaluate_static(sympy.Eq(a, b)) == sympy.true
+
+    return equal
 
 
 def _hinter(fake):
@@ -81,6 +151,7 @@ def split_symbolic_views(gm):
     """Rewrite reshapes whose sizes are symbolic (see the module doc), in place."""
     graph = gm.graph
     changed = False
+    sizes = _SizeNodes(graph)
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target not in _RESHAPES:
             continue
@@ -91,11 +162,16 @@ def split_symbolic_views(gm):
             continue
         in_sizes = [_expr(s) for s in src.shape]
         out_sizes = [_expr(s) for s in out.shape]
-        groups = _groups(in_sizes, out_sizes, _hinter(src))
+        groups = _groups(in_sizes, out_sizes, _hinter(src), _prover(src))
         if groups is None:
-            continue
-        size_args = _size_args(node, list(out.shape))
+            raise _unsupported(node)
         with graph.inserting_before(node):
+            # ints and SymInt nodes; torch-mlir's unflatten cannot infer a -1
+            try:
+                size_args = [sizes.build(_expr(v)) if isinstance(a, int) and a == -1 else a
+                             for a, v in zip(node.args[1], out.shape)]
+            except KeyError:
+                raise _unsupported(node) from None
             value = node.args[0]
             # Collapse multi-dim input groups, last first so earlier indices stay valid.
             for gi, _ in reversed(groups):

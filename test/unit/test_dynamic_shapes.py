@@ -1,0 +1,133 @@
+"""Dynamic shapes: one compiled graph serves every size (compiler/symbolic.py, the
+ember_shape passes), with eager's results."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import ember
+from ember.runtime.cache import GLOBAL_CACHE
+from test_ops import CASES
+
+
+def _grown(t, batch, extra):
+    """`t` with `extra` more rows along dim 0 when dim 0 is the batch (same values)."""
+    if not isinstance(t, torch.Tensor) or t.dim() == 0 or t.shape[0] != batch:
+        return t
+    reps = -(-(batch + extra) // batch)
+    return torch.cat([t] * reps)[:batch + extra].clone()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_op_with_dynamic_batch_matches_eager(name):
+    fn, inputs = CASES[name]
+    batch = inputs[0].shape[0] if inputs[0].dim() else None
+    compiled = ember.compile(fn, options={"fallback": False})
+    for extra in (0, 3, 1):
+        args = [_grown(t, batch, extra) if batch else t for t in inputs]
+        for t in args:
+            if isinstance(t, torch.Tensor) and t.dim() and t.shape[0] == batch + extra:
+                torch._dynamo.maybe_mark_dynamic(t, 0)
+        with torch.no_grad():
+            try:
+                expected = fn(*args)
+            except RuntimeError:
+                assert extra, "the case's own inputs must run"
+                continue  # the op fixes this size (view(8, 4)): nothing to vary
+            actual = compiled(*args)
+        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
+
+
+def _count_compiles():
+    return GLOBAL_CACHE.misses
+
+
+FUNCTIONS = {
+    "gelu_cat_sum": (lambda x, y: torch.cat([F.gelu(x @ y), x], 1).sum(-1) + x.shape[0],
+                     lambda n: (torch.randn(n, 8), torch.randn(8, 16))),
+    "arange_of_size": (lambda x: x + torch.arange(x.shape[1]).float()[None, :, None],
+                       lambda n: (torch.randn(2, n, 4),)),
+    "attention": (lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True),
+                  lambda n: (torch.randn(2, 4, n, 8),)),
+    "heads_view": (lambda x: x.view(x.shape[0], x.shape[1], 4, 8).transpose(1, 2) * 2,
+                   lambda n: (torch.randn(3, n, 32),)),
+    "flatten_linear": (lambda x, w: (x.reshape(-1, 32) @ w).view(x.shape[0], -1, 16),
+                       lambda n: (torch.randn(n, 3, 32), torch.randn(32, 16))),
+    "sort_cumsum": (lambda x: torch.sort(x, dim=-1).values.cumsum(-1),
+                    lambda n: (torch.randn(3, n),)),
+    "layer_norm_softmax": (lambda x: torch.softmax(F.layer_norm(x, (16,)), -1),
+                           lambda n: (torch.randn(n, 7, 16),)),
+}
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "grad"])
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_dynamic_true_compiles_once_for_all_sizes(name, mode):
+    fn, make = FUNCTIONS[name]
+    torch._dynamo.reset()
+    compiled = ember.compile(fn, dynamic=True, options={"fallback": False})
+    before = _count_compiles()
+    for n in (5, 2, 9, 33, 16):
+        args = make(n)
+        with torch.set_grad_enabled(mode == "grad"):
+            expected = fn(*args)
+            actual = compiled(*args)
+        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
+    assert _count_compiles() - before <= 1 + (mode == "grad")
+
+
+def test_automatic_dynamic_recompiles_once():
+    fn = lambda x: F.silu(x) * x.sum(-1, keepdim=True)
+    torch._dynamo.reset()
+    compiled = ember.compile(fn, options={"fallback": False})  # dynamic=None: torch's default
+    before = _count_compiles()
+    for n in (4, 6, 7, 12, 30, 2):
+        x = torch.randn(n, 8)
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), fn(x))
+    assert _count_compiles() - before == 2  # the first size, then one dynamic graph
+
+
+def test_torch_compile_backend_dynamic_true():
+    fn = lambda x: torch.tanh(x).mean(0)
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="ember", dynamic=True)
+    for n in (3, 8, 100):
+        x = torch.randn(n, 5)
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), fn(x))
+
+
+def test_size_arguments_are_checked():
+    """The compiled graph checks the facts about sizes that its code relies on: sizes
+    that are one symbol must agree (the kernel reads only the size arguments)."""
+    from ember.runtime.compiled_graph import CompiledGraph
+
+    torch._dynamo.reset()
+    GLOBAL_CACHE.clear()
+    fn = lambda x, y: x * 2 + y
+    compiled = ember.compile(fn, dynamic=True, options={"fallback": False})
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x, y), fn(x, y))
+    (graph,) = [g for g in GLOBAL_CACHE._entries.values()
+                if isinstance(g, CompiledGraph) and g.shapes is not None]
+    tensor_spec = next(spec for spec in graph.input_specs if spec.is_tensor)
+    value = dict(zip(tensor_spec.shape, (3, 4)))  # symbol name -> size
+    args = [value[spec.shape[0]] if not spec.is_tensor else torch.randn(3, 4)
+            for spec in graph.input_specs]
+    torch.testing.assert_close(graph(*args)[0], args[-2] * 2 + args[-1])
+    args[-1] = torch.randn(3, 5)  # y's dim 1 is x's symbol
+    with pytest.raises(RuntimeError, match="shape assumptions"):
+        graph(*args)
+
+
+def test_data_dependent_sizes_run_eagerly_and_match():
+    fns = [lambda x: x[x > 0] * 2, lambda x: torch.nonzero(x).float().sum(0) + x.sum(),
+           lambda x: torch.unique(x.round()) + 1]
+    for fn in fns:
+        torch._dynamo.reset()
+        compiled = ember.compile(fn, dynamic=True)
+        for n in (5, 9):
+            x = torch.randn(n, 3)
+            with torch.no_grad():
+                torch.testing.assert_close(compiled(x), fn(x))
