@@ -84,6 +84,7 @@ def shape_resolve_dims(module_op, pass_=None):
                 with ir.InsertionPoint(anchor), anchor.location:
                     value = arith.IndexCastOp(arg.type, sizes.value(shape, operands, 0)).result
                 arg.replace_all_uses_with(value)
+        resolved = []
         for dim in collect(func_op, lambda o: o.name == "tensor.dim"):
             source, index = dim.operands
             k = constant_attr(index)
@@ -92,4 +93,6 @@ def shape_resolve_dims(module_op, pass_=None):
             shape, operands = bound[source]
             dim.results[0].replace_all_uses_with(
                 sizes.value(shape, operands, ir.IntegerAttr(k).value))
+            resolved.append(dim)
+        for dim in resolved:  # last: the anchor may be one of them
             dim.erase()
