@@ -81,6 +81,9 @@ def check_resolvable(object_bytes):
             f"the compiled code needs {', '.join(missing)}, which this process does not provide")
 
 
+_LIVE_ENGINES = []
+
+
 class LoadedKernel:
     """error_code: the object's run-time check flag (run_time_checks.py) as a ctypes int,
     or None when it has no checks; error_messages[code - 1] says which check failed."""
@@ -90,6 +93,9 @@ class LoadedKernel:
         check_resolvable(object_bytes)
         llvm = _llvm()
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _state["tm"])
+        # Never closed: tearing an MCJIT engine down (llvmlite's __del__) can segfault,
+        # and compiled code may still be referenced by Dynamo's caches.
+        _LIVE_ENGINES.append(self._engine)
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(object_bytes))
         self._engine.finalize_object()
         address = self._engine.get_function_address(entry)

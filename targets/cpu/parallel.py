@@ -16,7 +16,7 @@ Using torch's own libgomp (the one MKL and ATen use) shares one thread team, siz
 another one simply runs on one thread.
 """
 from torch_mlir import ir
-from torch_mlir.dialects import arith, func
+from torch_mlir.dialects import arith, func, memref
 
 from ember.compiler.ir_walk import (constant_attr, defining_op, entry_functions,
                                     is_identity_static_memref, symbol_name)
@@ -36,7 +36,16 @@ MIN_PARALLEL_WORK = 1 << 12
 # passed: constants and views of buffers (their results may have non-identity layouts,
 # which a bare pointer cannot carry).
 _RECREATED = ("arith.constant", "memref.get_global", "memref.subview", "memref.expand_shape",
-              "memref.collapse_shape", "memref.reinterpret_cast", "memref.cast")
+              "memref.collapse_shape", "memref.reinterpret_cast", "memref.cast",
+              # size arithmetic of dynamic shapes (pure)
+              "arith.muli", "arith.addi", "arith.subi", "arith.divui", "arith.divsi",
+              "arith.ceildivui", "arith.ceildivsi", "arith.floordivsi", "arith.remui",
+              "arith.remsi", "arith.index_cast", "arith.minui", "arith.maxui", "arith.minsi",
+              "arith.maxsi", "affine.apply", "affine.min", "affine.max", "memref.dim")
+
+# A dynamic trip count is not known at compile time; loops over dynamic sizes are
+# assumed this long when deciding whether a loop nest has enough work for threads.
+DYNAMIC_TRIP_GUESS = 64
 
 
 def _const_index(value):
@@ -44,14 +53,19 @@ def _const_index(value):
     return None if attr is None else ir.IntegerAttr(attr).value
 
 
-def _trip_counts(loop):
-    """Static trip count per dimension of an scf.parallel / scf.for, or None."""
+def _trip_counts(loop, dynamic=None):
+    """Static trip count per dimension of an scf.parallel / scf.for, or None; a dimension
+    with a run-time upper bound (constant lower bound and step) counts as `dynamic` when
+    that is given."""
     n = 1 if loop.name == "scf.for" else len(loop.regions[0].blocks[0].arguments)
     ops = list(loop.operands)
     counts = []
     for d in range(n):
         lb, ub, step = (_const_index(ops[d]), _const_index(ops[n + d]),
                         _const_index(ops[2 * n + d]))
+        if ub is None and dynamic is not None and None not in (lb, step) and step > 0:
+            counts.append(dynamic)
+            continue
         if None in (lb, ub, step) or step <= 0:
             return None
         counts.append(max(0, -(-(ub - lb) // step)))
@@ -60,7 +74,7 @@ def _trip_counts(loop):
 
 def _work(loop):
     """Innermost iterations of a loop nest (nested loops with unknown bounds count once)."""
-    counts = _trip_counts(loop) or [1]
+    counts = _trip_counts(loop, DYNAMIC_TRIP_GUESS) or [1]
     total = 1
     for c in counts:
         total *= c
@@ -123,6 +137,9 @@ class _Outline:
         if is_identity_static_memref(value.type):
             self.args.append(value)
             return True
+        if isinstance(value.type, ir.IndexType) and isinstance(value, ir.BlockArgument):
+            self.args.append(value)  # a size argument of a dynamic-shape graph
+            return True
         return False  # e.g. a scalar computed at run time: keep the loop serial
 
 
@@ -139,10 +156,22 @@ def _outline(entry, loop, plan, name):
         ops = list(loop.operands)
         n = len(loop.regions[0].blocks[0].arguments)
         lb, step = _const_index(ops[0]), _const_index(ops[2 * n])
-        trip = _trip_counts(loop)[0]
+        for o in plan.recreate:
+            clone = o.clone()
+            for i, v in enumerate(clone.operands):
+                if v in mapping:
+                    clone.operands[i] = mapping[v]
+            for old, new in zip(o.results, clone.results):
+                mapping[old] = new
+        trip = _trip_counts(loop)
         tid = arith.index_cast(index, block.arguments[0])
         nt = arith.index_cast(index, block.arguments[1])
-        c_trip = arith.constant(index, trip)
+        if trip is not None:
+            c_trip = arith.constant(index, trip[0])
+        else:  # run-time bound: ceil((ub - lb) / step)
+            ub = mapping.get(ops[n], ops[n])
+            span = arith.subi(ub, arith.constant(index, lb))
+            c_trip = arith.ceildivui(span, arith.constant(index, step))
 
         def bound(t):
             first = arith.divui(arith.muli(t, c_trip), nt)
@@ -151,13 +180,6 @@ def _outline(entry, loop, plan, name):
 
         lo = bound(tid)
         hi = bound(arith.addi(tid, arith.constant(index, 1)))
-        for o in plan.recreate:
-            clone = o.clone()
-            for i, v in enumerate(clone.operands):
-                if v in mapping:
-                    clone.operands[i] = mapping[v]
-            for old, new in zip(o.results, clone.results):
-                mapping[old] = new
         ret = func.ReturnOp([])
     # Launch site: the entry function calls the (declared) launcher where the loop was.
     with ir.InsertionPoint(loop):
@@ -178,15 +200,45 @@ def _outline(entry, loop, plan, name):
     launcher.attributes["sym_visibility"] = ir.StringAttr.get("private")
 
 
+def _is_dynamic_identity(t):
+    return (isinstance(t, ir.MemRefType) and not t.has_static_shape
+            and t.affine_map == ir.AffineMap.get_identity(t.rank))
+
+
+def _expose_dynamic_allocs(entry):
+    """A temporary with run-time sizes reaches a kernel as a pointer: its uses read a view
+    of a 0-d cast of it (a bare pointer), which the outliner re-creates inside."""
+    from .shape_arguments import reinterpret_as
+
+    ops = [o.operation for o in entry.regions[0].blocks[0].operations]
+    for i, alloc in enumerate(ops):
+        if alloc.name != "memref.alloc" or not _is_dynamic_identity(alloc.results[0].type):
+            continue
+        t = ir.MemRefType(alloc.results[0].type)
+        dynamic = iter(alloc.operands)
+        sizes = [next(dynamic) if t.is_dynamic_dim(k) else None for k in range(t.rank)]
+        with ir.InsertionPoint(ops[i + 1]), alloc.location:
+            base = memref.ReinterpretCastOp(ir.MemRefType.get([], t.element_type),
+                                            alloc.results[0], [], [], [], [0], [], []).result
+            view = reinterpret_as(base, t, sizes)
+        keep = {defining_op(base)}
+        for use in list(alloc.results[0].uses):
+            owner = use.owner
+            if owner in keep or owner.name == "memref.dealloc":
+                continue
+            owner.operands[use.operand_number] = view
+
+
 def outline_parallel_loops(module_op, pass_=None):
     if not openmp_available():
         return  # a torch built without OpenMP: loops stay serial
     count = 0
     for entry in entry_functions(module_op):
+        _expose_dynamic_allocs(entry)
         body = entry.regions[0].blocks[0]
         loops = [o.operation for o in body.operations if o.operation.name == "scf.parallel"]
         for loop in loops:
-            counts = _trip_counts(loop)
+            counts = _trip_counts(loop, DYNAMIC_TRIP_GUESS)
             if not counts or counts[0] < 2 or len(loop.results) or _work(loop) < MIN_PARALLEL_WORK:
                 continue
             plan = _Outline(loop)
@@ -204,28 +256,34 @@ llvm.func @omp_get_num_threads() -> i32
 """
 
 
-def _launcher_ir(kernel, num_args):
-    """The launcher and trampoline of `kernel`, which takes (tid, nt, ptr x num_args)."""
-    ptrs = ", ".join(f"%a{i}: !llvm.ptr" for i in range(num_args))
-    packs = "\n".join(
-        f"  %s{i} = llvm.getelementptr %ctx[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
-        f"  llvm.store %a{i}, %s{i} : !llvm.ptr, !llvm.ptr" for i in range(num_args))
-    unpacks = "\n".join(
-        f"  %s{i} = llvm.getelementptr %ctx[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
-        f"  %a{i} = llvm.load %s{i} : !llvm.ptr -> !llvm.ptr" for i in range(num_args))
+def _launcher_ir(kernel, types):
+    """The launcher and trampoline of `kernel`, which takes (tid, nt, *types); each
+    argument (a pointer or an i64 size) travels in one pointer-sized slot."""
+    num_args = len(types)
+    params = ", ".join(f"%a{i}: {ty}" for i, ty in enumerate(types))
+    packs, unpacks = [], []
+    for i, ty in enumerate(types):
+        slot = f"  %s{i} = llvm.getelementptr %ctx[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n"
+        if ty == "!llvm.ptr":
+            packs.append(slot + f"  llvm.store %a{i}, %s{i} : !llvm.ptr, !llvm.ptr")
+            unpacks.append(slot + f"  %a{i} = llvm.load %s{i} : !llvm.ptr -> !llvm.ptr")
+        else:
+            packs.append(slot + f"  llvm.store %a{i}, %s{i} : {ty}, !llvm.ptr")
+            unpacks.append(slot + f"  %a{i} = llvm.load %s{i} : !llvm.ptr -> {ty}")
+    packs, unpacks = "\n".join(packs), "\n".join(unpacks)
     args = "".join(f", %a{i}" for i in range(num_args))
-    types = "".join(", !llvm.ptr" for _ in range(num_args))
+    sig = "".join(f", {ty}" for ty in types)
     # The kernel's declaration lets the text verify on its own; it is dropped on moving.
     return f"""
-llvm.func @{kernel}(i32, i32{types})
+llvm.func @{kernel}(i32, i32{sig})
 llvm.func internal @{kernel}_omp(%ctx: !llvm.ptr) {{
 {unpacks}
   %tid = llvm.call @omp_get_thread_num() : () -> i32
   %nt = llvm.call @omp_get_num_threads() : () -> i32
-  llvm.call @{kernel}(%tid, %nt{args}) : (i32, i32{types}) -> ()
+  llvm.call @{kernel}(%tid, %nt{args}) : (i32, i32{sig}) -> ()
   llvm.return
 }}
-llvm.func internal @{kernel}{LAUNCH_SUFFIX}({ptrs}) {{
+llvm.func internal @{kernel}{LAUNCH_SUFFIX}({params}) {{
   %n = llvm.mlir.constant({max(num_args, 1)} : i64) : i64
   %ctx = llvm.alloca %n x !llvm.ptr : (i64) -> !llvm.ptr
 {packs}
@@ -235,6 +293,14 @@ llvm.func internal @{kernel}{LAUNCH_SUFFIX}({ptrs}) {{
   llvm.return
 }}
 """
+
+
+def _param_types(decl):
+    """Parameter types of an llvm.func declaration, e.g. ['!llvm.ptr', 'i64']."""
+    text = str(ir.TypeAttr(decl.attributes["function_type"]).value)  # !llvm.func<void (ptr, i64)>
+    inner = text[text.index("(") + 1:text.rindex(")")]
+    return [("!llvm.ptr" if t.strip() == "ptr" else t.strip())
+            for t in inner.split(",") if t.strip()]
 
 
 def emit_parallel_launchers(module_op, pass_=None):
@@ -247,8 +313,7 @@ def emit_parallel_launchers(module_op, pass_=None):
     text = _DECLARATIONS
     for decl in declared:
         kernel = symbol_name(decl)[:-len(LAUNCH_SUFFIX)]
-        num_args = str(decl.attributes["function_type"]).count("ptr")
-        text += _launcher_ir(kernel, num_args)
+        text += _launcher_ir(kernel, _param_types(decl))
         decl.erase()
     parsed = ir.Module.parse(text, module_op.context)
     existing = {symbol_name(o) for o in body.operations}

@@ -82,14 +82,11 @@ def _size_values(shape, symbols, t):
     return sizes
 
 
-def _view(arg, shape, symbols):
-    """reinterpret_cast of the 0-d `arg` to its dynamic identity type, at the function top."""
-    t = ir.MemRefType(arg.type)
-    if len(shape.results) != t.rank:
-        raise ShapeAbiError(f"{PASS_NAME}: shape {shape} for a rank-{t.rank} buffer")
+def reinterpret_as(base, t, sizes):
+    """`base` (a 0-d memref: one pointer) viewed as the identity-layout memref type `t`
+    with `sizes` (index values; None for t's static dims), at the insertion point."""
     index = ir.IndexType.get()
     dynamic = ir.ShapedType.get_dynamic_size()
-    sizes = _size_values(shape, symbols, t)
     static_sizes = [dynamic if s is not None else t.shape[k] for k, s in enumerate(sizes)]
     dyn_sizes = [s for s in sizes if s is not None]
     strides, static_strides, running, running_static = [], [], None, 1
@@ -104,13 +101,22 @@ def _view(arg, shape, symbols):
             if running is not None:
                 running = arith.MulIOp(running, arith.ConstantOp(index, t.shape[k]).result).result
         else:
-            base = (arith.ConstantOp(index, running_static).result if running is None
-                    else running)
-            running = arith.MulIOp(base, sizes[k]).result
-    zero_d = ir.MemRefType.get([], t.element_type)
-    arg.set_type(zero_d)
-    view = memref.ReinterpretCastOp(t, arg, [], dyn_sizes, strides[::-1], [0], static_sizes,
+            base_stride = (arith.ConstantOp(index, running_static).result if running is None
+                           else running)
+            running = arith.MulIOp(base_stride, sizes[k]).result
+    return memref.ReinterpretCastOp(t, base, [], dyn_sizes, strides[::-1], [0], static_sizes,
                                     static_strides[::-1]).result
+
+
+def _view(arg, shape, symbols):
+    """Retype the dynamic buffer argument `arg` to a 0-d memref and view it back with the
+    sizes `shape` gives; every use reads the view."""
+    t = ir.MemRefType(arg.type)
+    if len(shape.results) != t.rank:
+        raise ShapeAbiError(f"{PASS_NAME}: shape {shape} for a rank-{t.rank} buffer")
+    sizes = _size_values(shape, symbols, t)
+    arg.set_type(ir.MemRefType.get([], t.element_type))
+    view = reinterpret_as(arg, t, sizes)
     arg.replace_all_uses_except(view, defining_op(view))
     return view
 

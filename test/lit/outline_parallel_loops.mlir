@@ -5,8 +5,8 @@
 // buffers are passed.
 // CHECK-LABEL: func.func private @ember_par_0
 // CHECK-SAME: (%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %[[X:arg[0-9]+]]: memref<512x256xf32>, %{{arg[0-9]+}}: memref<512xf32>)
-// CHECK: arith.divui
 // CHECK: memref.subview %[[X]]
+// CHECK: arith.divui
 // CHECK: scf.parallel
 // CHECK: scf.for
 // CHECK: func.func private @ember_par_0_launch(memref<512x256xf32>, memref<512xf32>)
@@ -33,6 +33,28 @@ func.func @big(%x: memref<512x256xf32>, %s: memref<512xf32>) {
 #e = affine_map<(d0) -> (d0)>
 func.func @small(%x: memref<64xf32>, %y: memref<64xf32>) {
   linalg.generic {indexing_maps = [#e, #e], iterator_types = ["parallel"]} ins(%x : memref<64xf32>) outs(%y : memref<64xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %v = math.exp %i : f32
+    linalg.yield %v : f32
+  }
+  return
+}
+
+// -----
+// Dynamic shapes: the size argument is passed, the views of the bare pointers are
+// re-created inside, and the slice of dim 0 comes from the run-time trip count.
+// CHECK-LABEL: func.func private @ember_par_1
+// CHECK-SAME: (%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %[[P:arg[0-9]+]]: memref<f32>, %[[N:arg[0-9]+]]: index, %[[Q:arg[0-9]+]]: memref<f32>)
+// CHECK: memref.reinterpret_cast %[[P]] to offset: [0], sizes: [%[[N]], 256]
+// CHECK: arith.ceildivui
+// CHECK: scf.parallel
+// CHECK: func.func private @ember_par_1_launch(memref<f32>, index, memref<f32>)
+// CHECK-LABEL: func.func @dynamic
+// CHECK: call @ember_par_1_launch(%arg0, %arg2, %arg1)
+func.func @dynamic(%x: memref<f32>, %y: memref<f32>, %n: index) {
+  %vx = memref.reinterpret_cast %x to offset: [0], sizes: [%n, 256], strides: [256, 1] : memref<f32> to memref<?x256xf32>
+  %vy = memref.reinterpret_cast %y to offset: [0], sizes: [%n, 256], strides: [256, 1] : memref<f32> to memref<?x256xf32>
+  linalg.generic {indexing_maps = [#m, #m], iterator_types = ["parallel", "parallel"]} ins(%vx : memref<?x256xf32>) outs(%vy : memref<?x256xf32>) {
   ^bb0(%i: f32, %o: f32):
     %v = math.exp %i : f32
     linalg.yield %v : f32
