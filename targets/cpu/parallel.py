@@ -41,7 +41,8 @@ _RECREATED = ("arith.constant", "memref.get_global", "memref.subview", "memref.e
               "arith.muli", "arith.addi", "arith.subi", "arith.divui", "arith.divsi",
               "arith.ceildivui", "arith.ceildivsi", "arith.floordivsi", "arith.remui",
               "arith.remsi", "arith.index_cast", "arith.minui", "arith.maxui", "arith.minsi",
-              "arith.maxsi", "affine.apply", "affine.min", "affine.max", "memref.dim")
+              "arith.maxsi", "affine.apply", "affine.min", "affine.max", "memref.dim",
+              "arith.select", "arith.cmpi", "arith.extui", "arith.trunci")
 
 # A dynamic trip count is not known at compile time; loops over dynamic sizes are
 # assumed this long when deciding whether a loop nest has enough work for threads.
@@ -129,6 +130,10 @@ class _Outline:
         if value in self.args or any(value in list(o.results) for o in self.recreate):
             return True
         owner = defining_op(value)
+        if is_identity_static_memref(value.type) and owner is not None \
+                and owner.name == "memref.reinterpret_cast":
+            self.args.append(value)  # a bare pointer (the 0-d base of a dynamic buffer)
+            return True
         if owner is not None and owner.name in _RECREATED and depth < 8:
             if not all(self._take(v, depth + 1) for v in owner.operands):
                 return False
