@@ -52,16 +52,22 @@ def shape_env_of(gm):
     return None
 
 
+def _free_symbols_of(value):
+    found = set()
+    for v in torch.utils._pytree.tree_leaves(value):
+        if isinstance(v, torch.SymInt):
+            found |= v.node.expr.free_symbols
+        elif isinstance(v, torch.Tensor):
+            for s in v.shape:
+                if isinstance(s, torch.SymInt):
+                    found |= s.node.expr.free_symbols
+    return found
+
+
 def _free_symbols(gm):
     found = set()
     for node in gm.graph.nodes:
-        for v in torch.utils._pytree.tree_leaves(_val(node)):
-            if isinstance(v, torch.SymInt):
-                found |= v.node.expr.free_symbols
-            elif isinstance(v, torch.Tensor):
-                for s in v.shape:
-                    if isinstance(s, torch.SymInt):
-                        found |= s.node.expr.free_symbols
+        found |= _free_symbols_of(_val(node))
     return found
 
 
@@ -84,17 +90,45 @@ class ShapeProgram:
                 for k, s in enumerate(v.shape):
                     if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
                         self.sources.setdefault(s.node.expr, f"a{i}.shape[{k}]")
+        self._solve_offset_sources(placeholders)
         missing = _free_symbols(gm) - set(self.sources)
         if missing:
             names = ", ".join(sorted(map(str, missing)))
+            where = next((n for n in gm.graph.nodes if _free_symbols_of(_val(n)) & missing), None)
             raise EmberUnsupportedError(
-                "the graph", "", f"sizes {names} are not sizes of its inputs (data-dependent "
-                "sizes are computed by ATen)")
+                "the graph" if where is None else f"node '{where.name}' ({where.target})",
+                "" if where is None else str(_val(where)),
+                f"sizes {names} are not sizes of its inputs (data-dependent sizes are "
+                "computed by ATen)")
         # First-appearance order: the order of the size arguments of the compiled code.
         self.symbols = list(self.sources)
         self.ranges = {s: self._range(s) for s in self.symbols}
         self.divisors = {s: self._divisor(s) for s in self.symbols}
         self._prepare = self._compile(placeholders, output_vals)
+
+    def _solve_offset_sources(self, placeholders):
+        """A symbol seen only as `s + c` or `k * s` in the inputs (a KV cache of length
+        past + 1) is solved from that size."""
+        for i, node in enumerate(placeholders):
+            v = _val(node)
+            reads = ([(f"a{i}", v)] if isinstance(v, torch.SymInt) else
+                     [(f"a{i}.shape[{k}]", d) for k, d in enumerate(v.shape)]
+                     if isinstance(v, torch.Tensor) else [])
+            for read, size in reads:
+                if not isinstance(size, torch.SymInt):
+                    continue
+                expr = size.node.expr
+                free = expr.free_symbols
+                if len(free) != 1:
+                    continue
+                (symbol,) = free
+                if symbol in self.sources:
+                    continue
+                offset, scale = expr - symbol, sympy.simplify(expr / symbol)
+                if offset.is_Integer:
+                    self.sources[symbol] = f"({read} - {int(offset)})"
+                elif scale.is_Integer and int(scale) > 0:
+                    self.sources[symbol] = f"({read} // {int(scale)})"
 
     def _range(self, symbol):
         vr = self.shape_env.var_to_range.get(symbol) if self.shape_env else None
