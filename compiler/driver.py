@@ -16,7 +16,7 @@ from ember.runtime.cache import GLOBAL_CACHE, graph_key
 from . import importer
 from .graph_outputs import plan_outputs
 from .scalar_prologue import lift_scalar_computations
-from .symbolic import ShapeProgram, has_symbolic_shapes
+from .symbolic import ShapeProgram, has_symbolic_shapes, shape_facts
 from .symbolic_views import split_symbolic_views
 from .worker import CodegenCrash, compile_in_worker
 
@@ -46,7 +46,7 @@ def compile_graph(gm, example_inputs, target="cpu", options=None):
                                                              example_inputs),
                                     "only tensors and scalars are supported as inputs")
     input_specs = [TensorSpec.of(t) for t in example_inputs]
-    key = graph_key(gm, input_specs, target, options or {})
+    key = graph_key(gm, input_specs, target, options or {}, shape_facts(gm))
     return GLOBAL_CACHE.get_or_build(key, lambda: _build(gm, input_specs))
 
 

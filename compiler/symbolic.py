@@ -40,6 +40,18 @@ def has_symbolic_shapes(gm):
     return any(is_symbolic_value(_val(n)) for n in gm.graph.nodes if n.op == "placeholder")
 
 
+def shape_facts(gm):
+    """What the ShapeEnv assumes about a graph's sizes (guards, ranges), as text: part of
+    the compile-cache key, since Dynamo recompiles the same graph code under other facts
+    (e.g. `s0 % 2 == 0` on one compile, not on the next)."""
+    env = shape_env_of(gm) if has_symbolic_shapes(gm) else None
+    if env is None:
+        return ""
+    guards = sorted(str(g.expr) for g in getattr(env, "guards", ()) or ())
+    ranges = sorted(f"{s}:{r}" for s, r in env.var_to_range.items())
+    return ";".join(guards) + "|" + ";".join(ranges)
+
+
 def shape_env_of(gm):
     for node in gm.graph.nodes:
         for v in torch.utils._pytree.tree_leaves(_val(node)):

@@ -1,6 +1,6 @@
 """Compiled artifacts keyed by everything that changes the code: the graph's code, the
-values of its tensor constants, input shapes/dtypes, target, options and the versions of
-ember, torch, torch-mlir and llvmlite."""
+values of its tensor constants, input shapes/dtypes, the ShapeEnv's facts on symbolic
+sizes, target, options and the versions of ember, torch, torch-mlir and llvmlite."""
 import hashlib
 import threading
 from importlib import metadata
@@ -35,7 +35,7 @@ def _real_tensor_digest(h, t):
         h.update(flat.view(torch.uint8).numpy().tobytes() if flat.element_size() > 0 else b"")
 
 
-def graph_key(gm, input_specs, target, options):
+def graph_key(gm, input_specs, target, options, shape_facts=""):
     global _VERSIONS
     if _VERSIONS is None:
         _VERSIONS = _versions()
@@ -52,6 +52,7 @@ def graph_key(gm, input_specs, target, options):
                 h.update(repr(value).encode())
     h.update(repr((tuple(input_specs), target, sorted(options.items(), key=str),
                    _VERSIONS)).encode())
+    h.update(shape_facts.encode())  # guards and ranges of symbolic sizes
     return h.hexdigest()
 
 
