@@ -59,7 +59,8 @@ def test_without_a_cxx_compiler_the_op_runs_through_aten_with_the_reason(tmp_pat
         "    warnings.simplefilter('always')\n"
         "    x = torch.randn(5)\n"
         "    out = ember.compile(lambda x: torch.i0(x.cos()) + 1)(x)\n"
-        "assert torch.equal(out, torch.i0(x.cos()) + 1)\n"
+        # cos is compiled: it may round its last bit differently from eager's.
+        "torch.testing.assert_close(out, torch.i0(x.cos()) + 1, rtol=1e-6, atol=0)\n"
         "print([str(m.message) for m in w])\n")
     env = dict(os.environ, CXX="/nonexistent", EMBER_CACHE_DIR=str(tmp_path),
                PATH=os.path.dirname(sys.executable))
