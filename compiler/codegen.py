@@ -49,6 +49,7 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
     t1 = time.perf_counter()
     try:
         fuse(module, stats)
+        _dump(dump_dir, name, "fused", module)
         lower_to_llvm(module)
     except PipelineError as exc:
         return {"ok": False, "stage": "pipeline", "message": str(exc)}

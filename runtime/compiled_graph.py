@@ -4,7 +4,9 @@ The compiled function is specialised to static shapes and contiguous layouts, so
 a tensor is `data_ptr()` alone (no copy; a non-contiguous input is made contiguous
 first). Outputs are `torch.empty` tensors that the kernel writes into; the graph's
 OutputPlan then hands back eager's tensors (shared outputs, replayed views, eager strides).
-Temporaries live in one workspace allocated with the graph and passed last.
+Temporaries live in one workspace allocated with the graph and passed last; with dynamic
+shapes its size is an expression of the size arguments, and the buffer grows to the
+biggest size seen.
 """
 import threading
 from dataclasses import dataclass
@@ -43,7 +45,10 @@ class CompiledGraph:
         self.shapes = shapes
         self.prologue = prologue  # size arithmetic computed per call (scalar_prologue.py)
         self.plan = plan
+        # bytes, or (dynamic shapes) a Python expression of the size arguments `z`
         self.workspace_bytes = workspace_bytes
+        self._workspace_size = (eval(f"lambda z: {workspace_bytes}", {"max": max, "min": min})
+                                if isinstance(workspace_bytes, str) else None)
         self.workspace = None  # allocated on the first call: graphs are built under fake mode
         self._lock = threading.Lock()  # one workspace: one call at a time
         self.input_specs = tuple(input_specs)
@@ -80,9 +85,12 @@ class CompiledGraph:
             pointers += [t.data_ptr() for t in outs]
             pointers += sizes
             if self.workspace_bytes:
+                need = (self.workspace_bytes if self._workspace_size is None
+                        else max(self._workspace_size(sizes), 1))
                 with self._lock:
-                    if self.workspace is None:
-                        self.workspace = torch.empty(self.workspace_bytes, dtype=torch.uint8)
+                    if self.workspace is None or self.workspace.numel() < need:
+                        self.workspace = None  # free the old buffer first
+                        self.workspace = torch.empty(need, dtype=torch.uint8)
                     self._fn(*pointers, self.workspace.data_ptr())
             else:
                 self._fn(*pointers)

@@ -7,12 +7,14 @@ glibc hands large blocks back to the kernel, so the next call page-faults them i
 the whole plan is known ahead: each `memref.alloc` with a `memref.dealloc` in the same
 block gets an offset in a byte buffer such that buffers alive at the same time never
 overlap; the runtime allocates that buffer once per compiled graph. The byte size is
-left on the module as `ember.workspace_bytes`.
+left on the module as `ember.workspace_bytes`. With dynamic shapes the same liveness plan
+is made with byte sizes that are expressions of the size arguments (dynamic_workspace.py).
 """
 from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
 from ember.compiler.ir_walk import entry_functions, is_identity_static_memref
+from .dynamic_workspace import plan_dynamic_workspace, workspace_expression
 
 PASS_NAME = "ember-plan-workspace"
 SIZE_ATTR = "ember.workspace_bytes"
@@ -31,18 +33,55 @@ def _static_bytes(t):
     return count * width // 8
 
 
-def _intervals(block):
-    """(alloc op, first, last, bytes) for each plannable alloc of `block`."""
-    allocs, ends = [], {}
+# Ops whose memref result aliases their first operand.
+_VIEWS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview",
+          "memref.reinterpret_cast", "memref.cast", "memref.view", "memref.transpose")
+
+
+def _top_level(op, block):
+    while op is not None and op.block != block:
+        op = op.parent
+    return op
+
+
+def _last_use(alloc, block, position, dealloc_at):
+    """Position in `block` of the last op using `alloc` or a view of it: the deallocation
+    pipeline frees at the end of the block, not after the last use. An alias that flows
+    anywhere else (a loop result, a call) keeps the buffer alive until its dealloc."""
+    last, pending = position[alloc], [alloc.results[0]]
+    while pending:
+        value = pending.pop()
+        for use in value.uses:
+            owner = use.owner.operation
+            if owner.name == "memref.dealloc":
+                continue
+            if owner.name in _VIEWS and use.operand_number == 0:
+                pending.extend(owner.results)
+            elif any(isinstance(r.type, ir.MemRefType) for r in owner.results):
+                return dealloc_at
+            top = _top_level(owner, block)
+            if top is None:
+                return dealloc_at
+            last = max(last, position[top])
+    return last
+
+
+def _intervals(block, dynamic=False):
+    """(alloc op, first, last use, bytes) for each plannable alloc of `block` (`dynamic`:
+    every alloc, bytes None)."""
+    allocs, ends, position = [], {}, {}
     for i, op in enumerate(block.operations):
         op = op.operation
-        if op.name == "memref.alloc" and not list(op.operands):
+        position[op] = i
+        if op.name == "memref.alloc" and dynamic:
+            allocs.append((op, i, None))
+        elif op.name == "memref.alloc" and not list(op.operands):
             size = _static_bytes(op.results[0].type)
             if size is not None:
                 allocs.append((op, i, size))
         elif op.name == "memref.dealloc":
             ends[op.operands[0]] = i
-    return [(a, first, ends[a.results[0]], size)
+    return [(a, first, _last_use(a, block, position, ends[a.results[0]]), size)
             for a, first, size in allocs if a.results[0] in ends]
 
 
@@ -63,12 +102,27 @@ def _place(intervals):
     return offsets, -(-total // _ALIGN) * _ALIGN
 
 
+def _first_size_argument(block):
+    """Position of the first of the trailing `index` arguments (the size arguments of a
+    dynamic-shape graph, ember-shape-to-arguments), or None."""
+    args = list(block.arguments)
+    k = len(args)
+    while k and isinstance(args[k - 1].type, ir.IndexType):
+        k -= 1
+    return k if k < len(args) else None
+
+
 def plan_workspace(module_op, pass_=None):
     entries = entry_functions(module_op)
     if len(entries) != 1:
         return  # the runtime passes one workspace to one entry function
     entry = entries[0]
     block = entry.regions[0].blocks[0]
+    first_size = _first_size_argument(block)
+    if first_size is not None:
+        intervals = [(a, f, l) for a, f, l, _ in _intervals(block, dynamic=True)]
+        plan_dynamic_workspace(module_op, entry, block, intervals, first_size)
+        return
     intervals = _intervals(block)
     if not intervals:
         return
@@ -95,6 +149,9 @@ def plan_workspace(module_op, pass_=None):
 
 
 def workspace_bytes(module):
-    """The workspace size the lowered `module` expects as its last argument (0: none)."""
+    """The workspace size the lowered `module` expects as its last argument: bytes (0:
+    none), or for a dynamic-shape graph a Python expression of its size arguments `z`."""
     attrs = module.operation.attributes
-    return ir.IntegerAttr(attrs[SIZE_ATTR]).value if SIZE_ATTR in attrs else 0
+    if SIZE_ATTR in attrs:
+        return ir.IntegerAttr(attrs[SIZE_ATTR]).value
+    return workspace_expression(module) or 0
