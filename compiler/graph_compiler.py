@@ -18,7 +18,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ember.errors import EmberError, EmberUnsupportedError
-from . import extern_ops, importer, low_precision, zero_dim
+from . import extern_ops, importer, low_precision, scalar_prologue, zero_dim
 from .diagnostics import warn_once
 from .driver import compile_graph
 from .graph_outputs import _copy_graph
@@ -102,6 +102,20 @@ def _describe_node_error(node, reason):
                                  reason)
 
 
+def _keep_size_arithmetic_compiled(gm, extern):
+    """Size arithmetic (`sym_size`, `s1 - 1`, `// 4`) yields no tensor, yet splitting the
+    graph at it would leave partitions whose inputs have sizes like `(s1 - 1)//4 + 1`, from
+    which no symbol can be read. When it is all that would run through ATen, it stays in
+    the graph: the kernel's call prologue evaluates it from the input sizes
+    (scalar_prologue.py)."""
+    reads = scalar_prologue.symbol_reads([n for n in gm.graph.nodes if n.op == "placeholder"])
+    sizes = [n for n in extern
+             if scalar_prologue.is_computable_from_inputs(_val(n), reads)]
+    if sizes and len(sizes) == len(extern):
+        for n in sizes:
+            del extern[n]
+
+
 def compile_fx_graph(gm, example_inputs, *, target, options, strict):
     """Return a callable with the graph's semantics; raise in strict mode when an op must
     run through ATen because ember cannot lower it."""
@@ -115,6 +129,7 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict):
     extern = {}  # node -> (kind, reason)
     for node, (kind, reason) in extern_ops.extern_nodes(gm).items():
         extern[node] = (kind, _describe_node_error(node, reason))
+    _keep_size_arithmetic_compiled(gm, extern)
     for node, (kind, err) in extern.items():
         if kind == "unsupported":
             if strict:

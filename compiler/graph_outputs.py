@@ -23,6 +23,8 @@ from typing import Any, List, Optional, Tuple
 
 import torch
 
+from .scalar_prologue import expression_step, is_computable_from_inputs, symbol_reads
+
 aten = torch.ops.aten
 
 VIEW_OPS = {
@@ -44,7 +46,8 @@ def _val(node):
 class OutputPlan:
     """How to build each graph output from the inputs and the kernel's buffers."""
     # one entry per output leaf: ("none",) | ("value", v) | ("input", i, views)
-    # | ("kernel", k, views)
+    # | ("kernel", k, views) | ("size", function, input indices): a SymInt output
+    # (`x.shape[0] - 1`) evaluated from the input sizes
     entries: List[Tuple] = field(default_factory=list)
     # per kernel buffer: the permutation applied in the kernel (None: plain contiguous)
     permutations: List[Optional[Tuple[int, ...]]] = field(default_factory=list)
@@ -66,6 +69,8 @@ class OutputPlan:
                 results.append(None)
             elif kind == "value":
                 results.append(entry[1])
+            elif kind == "size":
+                results.append(entry[1](*[inputs[i] for i in entry[2]]))
             else:
                 base = inputs[entry[1]] if kind == "input" else restored[entry[1]]
                 results.append(_replay(base, entry[2]))
@@ -129,6 +134,7 @@ def plan_outputs(gm):
     ret = output.args[0]
     plan = OutputPlan(single=not isinstance(ret, (tuple, list)))
     leaves = [ret] if plan.single else list(ret)
+    reads = symbol_reads(placeholders)
     bases = []  # distinct computed base nodes, kernel output order
     for leaf in leaves:
         if leaf is None:
@@ -136,6 +142,10 @@ def plan_outputs(gm):
             continue
         if not isinstance(leaf, torch.fx.Node):
             plan.entries.append(("value", leaf))
+            continue
+        if is_computable_from_inputs(_val(leaf), reads):
+            function, args, _ = expression_step(_val(leaf), reads)
+            plan.entries.append(("size", function, [i for _, i in args]))
             continue
         base, chain = _view_chain(leaf)
         if not isinstance(_val(base), torch.Tensor):

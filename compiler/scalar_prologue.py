@@ -11,10 +11,15 @@ computes it per call by running the same FX targets on the actual ints:
               v = view(x, [mul, 8]);  y = mul.Scalar(v, scale)
     after:  forward(a0, a1, x, p0: s0*s1, p1: float)   prologue: p0 = a0 * a1
               v = view(x, [p0, 8]);  y = mul.Scalar(v, p1)     p1 = sym_float(a1) ** -0.5
+
+A size read from an intermediate tensor (`sym_size(conv_out, 2)`, whose value is
+`(s1 - 1)//4 + 1` in a CNN with a dynamic image size) cannot run in the prologue, but its
+expression can: it is evaluated from the input sizes that define its symbols.
 """
 import operator
 
 import torch
+from torch.utils._sympy.printers import PythonPrinter
 
 _SCALARS = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
 
@@ -55,12 +60,51 @@ class Prologue:
         return len(self.steps)
 
 
+def symbol_reads(placeholders):
+    """{symbol: (placeholder index, dim or None)}: where each plain symbol of the graph's
+    inputs can be read (a size of an input tensor, or an int input)."""
+    reads = {}
+    for i, node in enumerate(placeholders):
+        v = _val(node)
+        sizes = [(None, v)] if isinstance(v, torch.SymInt) else (
+            list(enumerate(v.shape)) if isinstance(v, torch.Tensor) else [])
+        for k, size in sizes:
+            if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol:
+                reads.setdefault(size.node.expr, (i, k))
+    return reads
+
+
+def is_computable_from_inputs(value, reads):
+    """Whether the scalar `value` (SymInt/SymFloat/SymBool) is an expression of symbols
+    the graph's inputs carry (not of unbacked ones from `.item()`)."""
+    if not isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return False
+    return value.node.expr.free_symbols <= set(reads)
+
+
+def expression_step(value, reads):
+    """(function, [('in', i), ...], {}): computes `value` from the input sizes its
+    expression uses."""
+    symbols = sorted(value.node.expr.free_symbols, key=str)
+    inputs = sorted({reads[s][0] for s in symbols})
+    cast = {torch.SymInt: "int", torch.SymFloat: "float", torch.SymBool: "bool"}[type(value)]
+    lines = [f"def size_expression({', '.join(f'a{i}' for i in inputs)}):"]
+    for s in symbols:
+        i, k = reads[s]
+        lines.append(f"    {s} = a{i}" + ("" if k is None else f".shape[{k}]"))
+    lines.append(f"    return {cast}({PythonPrinter().doprint(value.node.expr)})")
+    namespace = {}
+    exec(compile("\n".join(lines), "<ember size expression>", "exec"), namespace)
+    return namespace["size_expression"], [("in", i) for i in inputs], {}
+
+
 def lift_scalar_computations(gm):
     """Rewrite `gm` in place (see the module doc); return the Prologue (None: nothing to
     lift). Nodes reading computed tensors (`.item()`) stay."""
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     index = {n: ("in", i) for i, n in enumerate(placeholders)}
+    reads = symbol_reads(placeholders)
     lifted = []  # (node, target, args, kwargs)
     for node in graph.nodes:
         if not _is_scalar_node(node):
@@ -80,10 +124,13 @@ def lift_scalar_computations(gm):
 
         args = [convert(a) for a in node.args]
         kwargs = {k: convert(v) for k, v in node.kwargs.items()}
+        target = node.target
         if not ok:
-            continue
+            if not is_computable_from_inputs(_val(node), reads):
+                continue
+            target, args, kwargs = expression_step(_val(node), reads)
         index[node] = ("p", len(lifted))
-        lifted.append((node, node.target, args, kwargs))
+        lifted.append((node, target, args, kwargs))
     if not lifted:
         return None
     last = placeholders[-1] if placeholders else None

@@ -55,7 +55,6 @@ def _groups(in_sizes, out_sizes, hint, equal):
         if not equal(pi, pj):
             return None
         groups.append((gi, gj))
-    # Trailing size-1 dims were absorbed by the last group's hint equality.
     return groups
 
 
@@ -160,8 +159,12 @@ def split_symbolic_views(gm):
             continue
         if all(isinstance(s, int) for s in list(src.shape) + list(out.shape)):
             continue
-        in_sizes = [_expr(s) for s in src.shape]
-        out_sizes = [_expr(s) for s in out.shape]
+        # Static size-1 dims are squeezed out first and unsqueezed back last: the
+        # grouping then never has to place them ((s0, s1, 1, 1) -> (s0, s1)).
+        in_ones = [k for k, s in enumerate(src.shape) if isinstance(s, int) and s == 1]
+        out_ones = [k for k, s in enumerate(out.shape) if isinstance(s, int) and s == 1]
+        in_sizes = [_expr(s) for k, s in enumerate(src.shape) if k not in in_ones]
+        out_sizes = [_expr(s) for k, s in enumerate(out.shape) if k not in out_ones]
         groups = _groups(in_sizes, out_sizes, _hinter(src), _prover(src))
         if groups is None:
             raise _unsupported(node)
@@ -169,10 +172,13 @@ def split_symbolic_views(gm):
             # ints and SymInt nodes; torch-mlir's unflatten cannot infer a -1
             try:
                 size_args = [sizes.build(_expr(v)) if isinstance(a, int) and a == -1 else a
-                             for a, v in zip(node.args[1], out.shape)]
+                             for k, (a, v) in enumerate(zip(node.args[1], out.shape))
+                             if k not in out_ones]
             except KeyError:
                 raise _unsupported(node) from None
             value = node.args[0]
+            for k in reversed(in_ones):  # (torch-mlir lowers squeeze.dim, not .dims)
+                value = _call(graph, aten.squeeze.dim, (value, k))
             # Collapse multi-dim input groups, last first so earlier indices stay valid.
             for gi, _ in reversed(groups):
                 if len(gi) > 1:
@@ -183,6 +189,8 @@ def split_symbolic_views(gm):
                 gj = groups[k][1]
                 if len(gj) > 1:
                     value = _call(graph, aten.unflatten.int, (value, k, [size_args[j] for j in gj]))
+            for k in out_ones:
+                value = _call(graph, aten.unsqueeze.default, (value, k))
             node.replace_all_uses_with(value)
         graph.erase_node(node)
         changed = True

@@ -41,6 +41,8 @@ def _count_compiles():
     return GLOBAL_CACHE.misses
 
 
+_CONV = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1)  # parameters: static, as in models
+
 FUNCTIONS = {
     "gelu_cat_sum": (lambda x, y: torch.cat([F.gelu(x @ y), x], 1).sum(-1) + x.shape[0],
                      lambda n: (torch.randn(n, 8), torch.randn(8, 16))),
@@ -56,6 +58,11 @@ FUNCTIONS = {
                     lambda n: (torch.randn(3, n),)),
     "layer_norm_softmax": (lambda x: torch.softmax(F.layer_norm(x, (16,)), -1),
                            lambda n: (torch.randn(n, 7, 16),)),
+    # A dynamic image size: sizes inside the graph are `(s1 - 1)//2 + 1`, read back by
+    # sym_size nodes (they used to split the graph into partitions that could not compile).
+    "cnn_dynamic_image": (lambda x, w2: F.adaptive_avg_pool2d(F.max_pool2d(F.relu(
+        _CONV(x)), 3, 2, 1), 1).flatten(1) @ w2,
+        lambda n: (torch.randn(2, 3, n + 8, n + 8), torch.randn(4, 5))),
 }
 
 
@@ -73,6 +80,19 @@ def test_dynamic_true_compiles_once_for_all_sizes(name, mode):
             actual = compiled(*args)
         torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
     assert _count_compiles() - before <= 1 + (mode == "grad")
+
+
+def test_size_returned_by_the_graph():
+    """A graph that returns a size (`x.shape[0] - 1`) next to a tensor compiles whole."""
+    fn = lambda x: (torch.relu(x) * 2, x.shape[0] - 1)
+    torch._dynamo.reset()
+    compiled = ember.compile(fn, dynamic=True, options={"fallback": False})
+    for n in (3, 5, 11):
+        x = torch.randn(n, 4)
+        with torch.no_grad():
+            out, size = compiled(x)
+        torch.testing.assert_close(out, fn(x)[0])
+        assert size == n - 1
 
 
 def test_automatic_dynamic_recompiles_once():
