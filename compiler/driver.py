@@ -46,8 +46,17 @@ def compile_graph(gm, example_inputs, target="cpu", options=None):
                                                              example_inputs),
                                     "only tensors and scalars are supported as inputs")
     input_specs = [TensorSpec.of(t) for t in example_inputs]
-    key = graph_key(gm, input_specs, target, options or {}, shape_facts(gm))
+    key = graph_key(gm, input_specs, target, options or {},
+                    shape_facts(gm) + os.environ.get("EMBER_OPT_LEVEL", ""))
     return GLOBAL_CACHE.get_or_build(key, lambda: _build(gm, input_specs))
+
+
+def _opt_level(dynamic):
+    """LLVM's optimisation level. Dynamic graphs get O2: on BERT's dynamic module O3 takes
+    27.7 s and O2 8.6 s (O3's loop unswitching and unrolling multiply the loops that
+    have run-time bounds) for the same run time (bench/dynamic.py). EMBER_OPT_LEVEL
+    overrides it for measurements."""
+    return int(os.environ.get("EMBER_OPT_LEVEL") or (2 if dynamic else 3))
 
 
 def _build(gm, input_specs):
@@ -69,7 +78,8 @@ def _build(gm, input_specs):
     _dump_count[0] += 1
     try:
         reply = compile_in_worker({"torch_ir": torch_ir, "dump_dir": dump_dir,
-                                   "name": f"graph{_dump_count[0]:03d}"})
+                                   "name": f"graph{_dump_count[0]:03d}",
+                                   "opt_level": _opt_level(shapes is not None)})
     except CodegenCrash as exc:
         raise EmberCodegenError(str(exc)) from None
     if not reply["ok"]:

@@ -249,7 +249,8 @@ def lower_torch_ir_to_linalg(module):
 
 # Sizes become the ember_shape symbols; CSE then merges equal ones, and canonicalization
 # folds the shape checks between them.
-SHAPE_RESOLUTION = ["ember-shape-resolve-dims", "cse", "canonicalize"]
+SHAPE_RESOLUTION = ["ember-shape-resolve-dims", "ember-shape-exact-reshapes", "cse",
+                    "canonicalize"]
 
 
 def _has_symbols(module):

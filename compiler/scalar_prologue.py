@@ -106,8 +106,17 @@ def lift_scalar_computations(gm):
     index = {n: ("in", i) for i, n in enumerate(placeholders)}
     reads = symbol_reads(placeholders)
     lifted = []  # (node, target, args, kwargs)
+    by_value = {}  # (type, sympy expression) -> the lifted node computing it
+    duplicates = []  # (node, the lifted node with the same value)
     for node in graph.nodes:
         if not _is_scalar_node(node):
+            continue
+        # A CNN reads the same sizes in every layer (`sym_size(x, 2)`, `(s1 - 1)//2 + 1`):
+        # one argument per distinct value, not one per node.
+        key = (type(_val(node)), _val(node).node.expr)
+        if key in by_value:
+            duplicates.append((node, by_value[key]))
+            index[node] = index[by_value[key]]
             continue
         ok = True
 
@@ -130,9 +139,12 @@ def lift_scalar_computations(gm):
                 continue
             target, args, kwargs = expression_step(_val(node), reads)
         index[node] = ("p", len(lifted))
+        by_value[key] = node
         lifted.append((node, target, args, kwargs))
     if not lifted:
         return None
+    for node, same in duplicates:
+        node.replace_all_uses_with(same)
     last = placeholders[-1] if placeholders else None
     for j, (node, *_rest) in enumerate(lifted):
         if last is None:
@@ -144,8 +156,10 @@ def lift_scalar_computations(gm):
         new.meta["val"] = _val(node)
         node.replace_all_uses_with(new)
         last = new
-    for node, *_rest in reversed(lifted):
-        graph.erase_node(node)
+    gone = {n for n, _ in duplicates} | {n for n, *_ in lifted}
+    for node in reversed(list(graph.nodes)):  # users before what they use
+        if node in gone:
+            graph.erase_node(node)
     graph.lint()
     gm.recompile()
     return Prologue([(t, a, k) for _n, t, a, k in lifted])

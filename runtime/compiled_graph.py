@@ -14,6 +14,8 @@ from typing import Optional, Tuple
 
 import torch
 
+from .workspace_size import size_function
+
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -47,7 +49,7 @@ class CompiledGraph:
         self.plan = plan
         # bytes, or (dynamic shapes) a Python expression of the size arguments `z`
         self.workspace_bytes = workspace_bytes
-        self._workspace_size = (eval(f"lambda z: {workspace_bytes}", {"max": max, "min": min})
+        self._workspace_size = (size_function(workspace_bytes)
                                 if isinstance(workspace_bytes, str) else None)
         self.workspace = None  # allocated on the first call: graphs are built under fake mode
         self._lock = threading.Lock()  # one workspace: one call at a time

@@ -1,7 +1,7 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
 from . import (fold_transpose_into_matmul, form_fusion_groups, generalize_data_movement,
-               inline_fusion_groups, lower_tm_tensor, scalar_library, shape_import,
-               shape_resolve_dims, split_reductions, stable_sort)
+               inline_fusion_groups, lower_tm_tensor, scalar_library, shape_exact_reshapes,
+               shape_import, shape_resolve_dims, split_reductions, stable_sort)
 
 # name -> callable(op, pass) run on the top-level module.
 PYTHON_PASSES = {
@@ -17,6 +17,7 @@ PYTHON_PASSES = {
     stable_sort.PASS_NAME: stable_sort.stable_sort,
     shape_import.PASS_NAME: shape_import.shape_import,
     shape_resolve_dims.PASS_NAME: shape_resolve_dims.shape_resolve_dims,
+    shape_exact_reshapes.PASS_NAME: shape_exact_reshapes.shape_exact_reshapes,
 }
 
 # name -> list of pipeline elements; lets one name stand for a short sequence.
@@ -47,6 +48,8 @@ PASS_DESCRIPTIONS = {
                             "and argument/result shape attributes",
     shape_resolve_dims.PASS_NAME: "tensor.dim of a bound tensor -> its ember_shape symbol "
                                   "(or affine expression of symbols)",
+    shape_exact_reshapes.PASS_NAME: "tensor.reshape splitting/merging one dim -> "
+                                    "tensor.expand_shape/collapse_shape",
 }
 
 

@@ -32,25 +32,35 @@ from ember.compiler.ir_walk import constant_attr, defining_op
 EXPR_ATTR = "ember.workspace_expr"
 ALIGN = 64
 
-_BINARY = {"arith.muli": "({} * {})", "arith.addi": "({} + {})", "arith.subi": "({} - {})",
-           "arith.divui": "({} // {})", "arith.divsi": "({} // {})",
-           "arith.floordivsi": "({} // {})", "arith.ceildivui": "(-(-{} // {}))",
-           "arith.ceildivsi": "(-(-{} // {}))", "arith.remui": "({} % {})",
-           "arith.remsi": "({} % {})", "arith.maxui": "max({}, {})",
+_BINARY = {"arith.muli": "{} * {}", "arith.addi": "{} + {}", "arith.subi": "{} - {}",
+           "arith.divui": "{} // {}", "arith.divsi": "tdiv({}, {})",
+           "arith.floordivsi": "{} // {}", "arith.ceildivui": "-(-{} // {})",
+           "arith.ceildivsi": "-(-{} // {})", "arith.remui": "{} % {}",
+           "arith.remsi": "trem({}, {})", "arith.maxui": "max({}, {})",
            "arith.maxsi": "max({}, {})", "arith.minui": "min({}, {})",
            "arith.minsi": "min({}, {})"}
+# Casts between integer widths and index: sizes are small non-negative numbers.
+_PASS_THROUGH = ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
+                 "arith.trunci")
+# arith.cmpi predicates (eq, ne, slt, sle, sgt, sge, ult, ule, ugt, uge)
+_COMPARE = ["==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">="]
+# `tdiv`/`trem` (C's rounding toward zero) are defined where the runtime evaluates the
+# text: ember/runtime/workspace_size.py.
 
 
 class SizeExpressions:
-    """Python text and entry-block copies of index values computed from the size
-    arguments (block arguments from `first_size` on)."""
+    """Python statements and entry-block copies of index values computed from the size
+    arguments (block arguments from `first_size` on). Each computed value gets one
+    temporary `tN`, so a value used twice (a select's operands) is computed once."""
 
     def __init__(self, block, first_size):
         self.block, self.first_size = block, first_size
         self._text, self._copies = {}, {}
+        self.statements = []
 
     def text(self, value, depth=0):
-        """Python expression of `value` over `z`, or None when it is not size arithmetic."""
+        """A Python name or literal holding `value` over `z` after `statements`, or None
+        when it is not size arithmetic."""
         if value in self._text:
             return self._text[value]
         result = None
@@ -58,24 +68,43 @@ class SizeExpressions:
             if value.owner == self.block and value.arg_number >= self.first_size \
                     and isinstance(value.type, ir.IndexType):
                 result = f"z[{value.arg_number - self.first_size}]"
-        elif depth < 32:
+        elif depth < 64:
             result = self._op_text(defining_op(value), depth)
         self._text[value] = result
         return result
 
+    def _temporary(self, expression):
+        name = f"t{len(self.statements)}"
+        self.statements.append(f"{name} = {expression}")
+        return name
+
     def _op_text(self, op, depth):
+        if op is None:
+            return None
         if op.name == "arith.constant":
             attr = constant_attr(op.results[0])
-            return str(ir.IntegerAttr(attr).value) if isinstance(op.results[0].type,
-                                                                  ir.IndexType) else None
+            if not isinstance(op.results[0].type, (ir.IndexType, ir.IntegerType)):
+                return None
+            value = ir.IntegerAttr(attr).value
+            return str(int(value != 0) if _is_i1(op.results[0].type) else value)
+        if op.name == "memref.dim":
+            return self.text(_folded_dim(op), depth + 1) if _folded_dim(op) else None
         args = [self.text(v, depth + 1) for v in op.operands]
         if None in args:
             return None
+        if op.name in _PASS_THROUGH:
+            return args[0]
         if op.name in _BINARY:
-            return _BINARY[op.name].format(*args)
+            return self._temporary(_BINARY[op.name].format(*args))
+        if op.name == "arith.cmpi":
+            predicate = ir.IntegerAttr(op.attributes["predicate"]).value
+            return self._temporary(f"int({args[0]} {_COMPARE[predicate]} {args[1]})")
+        if op.name == "arith.select":
+            return self._temporary(f"{args[1]} if {args[0]} else {args[2]}")
         if op.name == "affine.apply":
             amap = ir.AffineMapAttr(op.attributes["map"]).value
-            return _affine_text(amap.results[0], args[:amap.n_dims], args[amap.n_dims:])
+            return self._temporary(_affine_text(amap.results[0], args[:amap.n_dims],
+                                                args[amap.n_dims:]))
         return None
 
     def copy_at_top(self, value, ip):
@@ -85,12 +114,49 @@ class SizeExpressions:
         if value in self._copies:
             return self._copies[value]
         op = defining_op(value)
+        if op.name == "memref.dim":
+            self._copies[value] = self.copy_at_top(_folded_dim(op), ip)
+            return self._copies[value]
         operands = [self.copy_at_top(v, ip) for v in op.operands]
         clone = op.clone(ip)
         for i, v in enumerate(operands):
             clone.operands[i] = v
         self._copies[value] = clone.results[0]
         return clone.results[0]
+
+
+def _is_i1(t):
+    return isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1
+
+
+def _folded_dim(dim):
+    """The index value that `memref.dim %v, %c` reads when %v comes from a view or an
+    alloc that holds that size as an operand (canonicalize folds only some of these), or
+    None."""
+    source, index = dim.operands
+    owner, k = defining_op(source), constant_attr(index)
+    if owner is None or k is None:
+        return None
+    k = ir.IntegerAttr(k).value
+    dynamic = ir.ShapedType.get_dynamic_size()
+    if owner.name == "memref.alloc":
+        t = ir.MemRefType(source.type)
+        if not t.is_dynamic_dim(k):
+            return None
+        return owner.operands[sum(1 for j in range(k) if t.is_dynamic_dim(j))]
+    if owner.name in ("memref.reinterpret_cast", "memref.subview"):
+        static, first = list(ir.DenseI64ArrayAttr(owner.attributes["static_sizes"])), None
+        if len(static) != ir.MemRefType(source.type).rank:
+            return None  # a rank-reducing subview
+        segments = list(ir.DenseI32ArrayAttr(owner.attributes["operandSegmentSizes"]))
+        first = segments[0] + segments[1]  # source, offsets..., sizes..., strides...
+    elif owner.name == "memref.expand_shape":
+        static, first = list(ir.DenseI64ArrayAttr(owner.attributes["static_output_shape"])), 1
+    else:
+        return None
+    if k >= len(static) or static[k] != dynamic:
+        return None
+    return owner.operands[first + sum(1 for s in static[:k] if s == dynamic)]
 
 
 def _affine_text(expr, dims, symbols):
@@ -215,7 +281,8 @@ def plan_dynamic_workspace(module_op, entry, block, intervals, first_size):
                     use.owner.operation.erase()
             value.replace_all_uses_with(view)
             alloc.erase()
-        module_op.attributes[EXPR_ATTR] = ir.StringAttr.get(" + ".join(texts))
+        body = sizes.statements + [f"return {' + '.join(texts)}"]
+        module_op.attributes[EXPR_ATTR] = ir.StringAttr.get("; ".join(body))
 
 
 def workspace_expression(module):

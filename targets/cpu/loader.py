@@ -10,6 +10,7 @@ dynamic-shape graph (int64), then the workspace pointer if any.
 """
 import ctypes
 import io
+import os
 import threading
 
 from elftools.elf.elffile import ELFFile
@@ -73,6 +74,38 @@ def _resolve(llvm, name):
     return True
 
 
+def defined_functions(object_bytes):
+    """(name, size) of each function the ELF object defines."""
+    elf = ELFFile(io.BytesIO(object_bytes))
+    found = []
+    for section in elf.iter_sections():
+        if section.header["sh_type"] != "SHT_SYMTAB":
+            continue
+        for symbol in section.iter_symbols():
+            if symbol.name and symbol["st_info"]["type"] == "STT_FUNC" \
+                    and symbol["st_shndx"] != "SHN_UNDEF":
+                found.append((symbol.name, symbol["st_size"]))
+    return found
+
+
+_perf_map_lock = threading.Lock()
+
+
+def write_perf_map(engine, object_bytes, label):
+    """Append the loaded functions to /tmp/perf-<pid>.map, where `perf report` looks for
+    JIT symbols (EMBER_PERF_MAP=1): a profile then names ember's kernels, not hex."""
+    lines = []
+    for name, size in defined_functions(object_bytes):
+        address = engine.get_function_address(name)
+        if address:
+            lines.append(f"{address:x} {max(size, 1):x} {label}:{name}\n")
+    with _perf_map_lock, open(f"/tmp/perf-{os.getpid()}.map", "a") as f:
+        f.writelines(lines)
+
+
+_loaded_count = [0]
+
+
 def check_resolvable(object_bytes):
     llvm = _llvm()
     missing = sorted(n for n in undefined_symbols(object_bytes) if not _resolve(llvm, n))
@@ -101,6 +134,9 @@ class LoadedKernel:
         address = self._engine.get_function_address(entry)
         if not address:
             raise RuntimeError(f"loader: entry function '{entry}' not found in the object")
+        _loaded_count[0] += 1
+        if os.environ.get("EMBER_PERF_MAP", "0") not in ("", "0"):
+            write_perf_map(self._engine, object_bytes, f"ember{_loaded_count[0]:03d}")
         self.num_args = len(arg_types)
         self.error_messages = list(error_messages)
         self.error_code = None

@@ -134,7 +134,7 @@ class _Outline:
                 and owner.name == "memref.reinterpret_cast":
             self.args.append(value)  # a bare pointer (the 0-d base of a dynamic buffer)
             return True
-        if owner is not None and owner.name in _RECREATED and depth < 8:
+        if owner is not None and owner.name in _RECREATED and depth < 64:
             if not all(self._take(v, depth + 1) for v in owner.operands):
                 return False
             self.recreate.append(owner)
@@ -142,8 +142,11 @@ class _Outline:
         if is_identity_static_memref(value.type):
             self.args.append(value)
             return True
-        if isinstance(value.type, ir.IndexType) and isinstance(value, ir.BlockArgument):
-            self.args.append(value)  # a size argument of a dynamic-shape graph
+        if isinstance(value, ir.BlockArgument) and (
+                isinstance(value.type, (ir.IndexType, ir.IntegerType, ir.F64Type))):
+            # a size argument of a dynamic-shape graph, or a scalar input (an i64 size
+            # computed by the call prologue): one launcher slot each
+            self.args.append(value)
             return True
         return False  # e.g. a scalar computed at run time: keep the loop serial
 
@@ -210,19 +213,41 @@ def _is_dynamic_identity(t):
             and t.affine_map == ir.AffineMap.get_identity(t.rank))
 
 
+def _dynamic_sizes(op):
+    """Index values of the dynamic sizes of a buffer made by `op` (an alloc: its operands;
+    a memref.reshape: loads from its shape operand), None for static dims."""
+    t = ir.MemRefType(op.results[0].type)
+    if op.name == "memref.alloc":
+        dynamic = iter(op.operands)
+        return [next(dynamic) if t.is_dynamic_dim(k) else None for k in range(t.rank)]
+    shape = op.operands[1]
+    index = ir.IndexType.get()
+    sizes = []
+    for k in range(t.rank):
+        if not t.is_dynamic_dim(k):
+            sizes.append(None)
+            continue
+        size = memref.load(shape, [arith.constant(index, k)])
+        if not isinstance(size.type, ir.IndexType):
+            size = arith.index_cast(index, size)
+        sizes.append(size)
+    return sizes
+
+
 def _expose_dynamic_allocs(entry):
-    """A temporary with run-time sizes reaches a kernel as a pointer: its uses read a view
-    of a 0-d cast of it (a bare pointer), which the outliner re-creates inside."""
+    """A temporary with run-time sizes (or a reshape of one) reaches a kernel as a pointer:
+    its uses read a view of a 0-d cast of it (a bare pointer), which the outliner
+    re-creates inside."""
     from .shape_arguments import reinterpret_as
 
     ops = [o.operation for o in entry.regions[0].blocks[0].operations]
     for i, alloc in enumerate(ops):
-        if alloc.name != "memref.alloc" or not _is_dynamic_identity(alloc.results[0].type):
+        if alloc.name not in ("memref.alloc", "memref.reshape") \
+                or not _is_dynamic_identity(alloc.results[0].type):
             continue
         t = ir.MemRefType(alloc.results[0].type)
-        dynamic = iter(alloc.operands)
-        sizes = [next(dynamic) if t.is_dynamic_dim(k) else None for k in range(t.rank)]
         with ir.InsertionPoint(ops[i + 1]), alloc.location:
+            sizes = _dynamic_sizes(alloc)
             base = memref.ReinterpretCastOp(ir.MemRefType.get([], t.element_type),
                                             alloc.results[0], [], [], [], [0], [], []).result
             view = reinterpret_as(base, t, sizes)

@@ -3,7 +3,7 @@
 // last use (the deallocs are all at the end, as the deallocation pipeline leaves them),
 // so %c shares %a's slot. The runtime sizes the workspace with the same formula.
 
-// CHECK: module attributes {ember.workspace_expr = "(-(-max(16*z[0], 8*z[0]) // 64) * 64) + (-(-16*z[0] // 64) * 64)"}
+// CHECK: module attributes {ember.workspace_expr = "return (-(-max(16*z[0], 8*z[0]) // 64) * 64) + (-(-16*z[0] // 64) * 64)"}
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: %[[S:arg[0-9]+]]: index, %[[WS:arg[0-9]+]]: memref<i8>)
 // CHECK-NOT: memref.alloc
