@@ -57,6 +57,13 @@ class CodegenWorker:
         lines = [l for l in text.splitlines() if l.strip()]
         return "\n".join(lines[-8:])[-limit:]
 
+    def prestart(self):
+        """Start the worker now (it imports torch and torch-mlir, about a second) so that
+        the start overlaps Dynamo's and AOTAutograd's tracing instead of following it."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+
     def request(self, payload):
         """Send one job, return the worker's reply dict; CodegenCrash if the worker died."""
         with self._lock:
@@ -110,11 +117,17 @@ def compile_in_worker(payload):
     return _WORKER.request(payload)
 
 
+def prestart_worker():
+    _WORKER.prestart()
+
+
 def _serve():
     protocol_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # prints from the compiler land in stderr, not in the protocol
     protocol_in = sys.stdin.buffer
-    from ember.compiler.codegen import build_object
+    from ember.compiler.codegen import build_object, preload
+
+    preload()  # while the parent process is still tracing (prestart_worker)
     while True:
         header = protocol_in.read(_HEADER.size)
         if len(header) < _HEADER.size:

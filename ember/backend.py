@@ -99,6 +99,9 @@ def make_backend(options=None):
                          inference_compiler=compiler, decompositions=decomposition_table())
 
     def ember(gm, example_inputs, **kwargs):
+        from ember.compiler.worker import prestart_worker
+
+        prestart_worker()  # boots while AOTAutograd traces
         # AOTAutograd's tracing (decompositions, functionalization) can fail too: the
         # Dynamo graph then runs as it is, eagerly.
         try:

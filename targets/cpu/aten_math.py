@@ -91,10 +91,9 @@ def _arch_flags():
 
 
 def _cache_dir():
-    root = os.environ.get("EMBER_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "ember")
-    return os.path.join(root, "aten_math")
+    from ember.compiler.object_cache import cache_root
+
+    return os.path.join(cache_root(), "aten_math")
 
 
 def _compile(compiler, source, flags, output):

@@ -191,7 +191,7 @@ def _outline(entry, loop, plan, name):
         ret = func.ReturnOp([])
     # Launch site: the entry function calls the (declared) launcher where the loop was.
     with ir.InsertionPoint(loop):
-        func.CallOp([], ir.FlatSymbolRefAttr.get(name + LAUNCH_SUFFIX), list(plan.args))
+        call = func.CallOp([], ir.FlatSymbolRefAttr.get(name + LAUNCH_SUFFIX), list(plan.args))
     loop.move_before(ret)
     loop.operands[0] = lo
     loop.operands[n] = hi
@@ -206,6 +206,33 @@ def _outline(entry, loop, plan, name):
     with ir.InsertionPoint(entry):
         launcher = func.FuncOp(name + LAUNCH_SUFFIX, ([v.type for v in plan.args], []))
     launcher.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    return kernel, launcher, call
+
+
+def _structure(kernel, name):
+    """The kernel's text with its own name taken out: equal for the kernels of identical
+    layers (the same loops over other buffers, which are arguments)."""
+    return str(kernel).replace(f"@{name}(", "@kernel(", 1)
+
+
+class _Deduplicator:
+    """A kernel equal in structure to an earlier one is dropped: its launch calls the
+    earlier kernel's launcher. A transformer's N identical blocks then cost LLVM one
+    block's kernels, not N (GPT-2: 253 kernels, 25 distinct)."""
+
+    def __init__(self):
+        self.seen = {}
+
+    def add(self, kernel, launcher, call, name):
+        key = _structure(kernel, name)
+        if key not in self.seen:
+            self.seen[key] = name
+            return True
+        call.operation.attributes["callee"] = ir.FlatSymbolRefAttr.get(
+            self.seen[key] + LAUNCH_SUFFIX)
+        kernel.operation.erase()
+        launcher.operation.erase()
+        return False
 
 
 def _is_dynamic_identity(t):
@@ -263,6 +290,7 @@ def outline_parallel_loops(module_op, pass_=None):
     if not openmp_available():
         return  # a torch built without OpenMP: loops stay serial
     count = 0
+    distinct = _Deduplicator()
     for entry in entry_functions(module_op):
         _expose_dynamic_allocs(entry)
         body = entry.regions[0].blocks[0]
@@ -274,9 +302,11 @@ def outline_parallel_loops(module_op, pass_=None):
             plan = _Outline(loop)
             if not plan.ok:
                 continue
+            name = f"{KERNEL_PREFIX}{count}"
             with loop.location:
-                _outline(entry, loop, plan, f"{KERNEL_PREFIX}{count}")
-            count += 1
+                outlined = _outline(entry, loop, plan, name)
+            if distinct.add(*outlined, name):
+                count += 1
 
 
 _DECLARATIONS = """

@@ -61,3 +61,43 @@ func.func @dynamic(%x: memref<f32>, %y: memref<f32>, %n: index) {
   }
   return
 }
+
+// -----
+// Two loop nests equal but for their buffers (two identical layers): one kernel, both
+// launches call it; a different loop gets a kernel of its own. A scalar argument of the
+// entry (an i64 size from the call prologue) travels to the kernel like a size.
+// CHECK-LABEL: func.func private @ember_par_2
+// CHECK-SAME: (%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: memref<1024x64xf32>, %{{arg[0-9]+}}: memref<1024x64xf32>)
+// CHECK: math.exp
+// CHECK: func.func private @ember_par_2_launch(memref<1024x64xf32>, memref<1024x64xf32>)
+// CHECK: func.func private @ember_par_3(%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: memref<f32>, %[[K:arg[0-9]+]]: i64, %{{arg[0-9]+}}: memref<f32>)
+// CHECK: arith.index_cast %[[K]] : i64 to index
+// CHECK: math.tanh
+// CHECK: func.func private @ember_par_3_launch(memref<f32>, i64, memref<f32>)
+// CHECK-NOT: func.func private @ember_par_4
+// CHECK-LABEL: func.func @layers
+// CHECK: call @ember_par_2_launch(%arg0, %arg1)
+// CHECK: call @ember_par_2_launch(%arg1, %arg2)
+// CHECK: call @ember_par_3_launch
+func.func @layers(%x: memref<1024x64xf32>, %y: memref<1024x64xf32>, %z: memref<1024x64xf32>,
+                  %p: memref<f32>, %q: memref<f32>, %k: i64) {
+  linalg.generic {indexing_maps = [#m, #m], iterator_types = ["parallel", "parallel"]} ins(%x : memref<1024x64xf32>) outs(%y : memref<1024x64xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %v = math.exp %i : f32
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [#m, #m], iterator_types = ["parallel", "parallel"]} ins(%y : memref<1024x64xf32>) outs(%z : memref<1024x64xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %v = math.exp %i : f32
+    linalg.yield %v : f32
+  }
+  %n = arith.index_cast %k : i64 to index
+  %vp = memref.reinterpret_cast %p to offset: [0], sizes: [%n, 256], strides: [256, 1] : memref<f32> to memref<?x256xf32>
+  %vq = memref.reinterpret_cast %q to offset: [0], sizes: [%n, 256], strides: [256, 1] : memref<f32> to memref<?x256xf32>
+  linalg.generic {indexing_maps = [#m, #m], iterator_types = ["parallel", "parallel"]} ins(%vp : memref<?x256xf32>) outs(%vq : memref<?x256xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %v = math.tanh %i : f32
+    linalg.yield %v : f32
+  }
+  return
+}

@@ -1,0 +1,183 @@
+"""The on-disk cache of code generation: a fresh process that compiles a graph it compiled
+before loads the object file instead of running MLIR's lowering and LLVM again.
+
+What the codegen worker returns (object code, workspace size, run-time check messages) is
+a function of its request alone: the torch-dialect IR of the graph (its bytecode holds the
+graph's ops, shapes, symbols and constants), the LLVM optimisation level, the host CPU
+LLVM generates code for, and the code of ember, torch-mlir and llvmlite. The key hashes
+exactly those. ember's own version is the hash of its source files, so editing a pass
+invalidates every entry without a version bump.
+
+Entries live in `$EMBER_CACHE_DIR/objects` (default `~/.cache/ember/objects`), one file
+each, written to a temporary name and renamed into place: two processes compiling the
+same graph at once both write a whole file, and a reader never sees half of one. The
+directory is kept under `EMBER_CACHE_MB` (default 1024) by evicting the least recently
+used entries. `EMBER_DISK_CACHE=0` turns the cache off.
+"""
+import functools
+import hashlib
+import logging
+import os
+import pickle
+import tempfile
+import threading
+from importlib import metadata
+
+log = logging.getLogger("ember")
+_FORMAT = b"ember-object-cache-1"
+_lock = threading.Lock()
+
+
+def cache_root():
+    """ember's cache directory: $EMBER_CACHE_DIR, else $XDG_CACHE_HOME/ember, else
+    ~/.cache/ember."""
+    return os.environ.get("EMBER_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "ember")
+
+
+def enabled():
+    return os.environ.get("EMBER_DISK_CACHE", "1").strip().lower() not in ("0", "false",
+                                                                           "no", "off")
+
+
+def _directory():
+    return os.path.join(cache_root(), "objects")
+
+
+def _limit_bytes():
+    try:
+        return int(float(os.environ.get("EMBER_CACHE_MB", "1024")) * 2 ** 20)
+    except ValueError:
+        return 2 ** 30
+
+
+# Every package whose code can change what the codegen worker produces.
+_PACKAGES = ("ember", "ember.compiler", "ember.compiler.passes", "ember.dialects",
+             "ember.targets", "ember.targets.cpu", "ember.runtime")
+
+
+@functools.lru_cache(maxsize=None)
+def _code_fingerprint():
+    """ember's source files, and the versions of the code generators it drives."""
+    import importlib
+
+    h = hashlib.sha256(_FORMAT)
+    for package in _PACKAGES:
+        for directory in importlib.import_module(package).__path__:
+            for name in sorted(os.listdir(directory)):
+                if name.endswith(".py"):
+                    h.update(f"{package}/{name}".encode())
+                    with open(os.path.join(directory, name), "rb") as f:
+                        h.update(f.read())
+    for dist in ("torch", "torch-mlir", "llvmlite"):
+        try:
+            h.update(f"{dist}={metadata.version(dist)}".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{dist}=?".encode())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _host_cpu():
+    """What LLVM generates code for here (ExecutionEngine targets the host)."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    return f"{llvm.get_process_triple()}|{llvm.get_host_cpu_name()}|" \
+           f"{llvm.get_host_cpu_features().flatten()}"
+
+
+def request_key(request):
+    """The cache key of one codegen request (torch IR bytes, opt level)."""
+    h = hashlib.sha256(_code_fingerprint().encode())
+    h.update(_host_cpu().encode())
+    h.update(repr(request.get("opt_level", 3)).encode())
+    h.update(request["torch_ir"])
+    return h.hexdigest()
+
+
+class ObjectCache:
+    """load(key) -> reply or None; store(key, reply). Counters for tests and logging."""
+
+    def __init__(self):
+        self.hits = self.misses = self.stores = 0
+
+    def _path(self, key):
+        return os.path.join(_directory(), key[:2], key)
+
+    def load(self, key):
+        if not enabled():
+            return None
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            with _lock:
+                self.misses += 1
+            return None
+        try:
+            if not data.startswith(_FORMAT):
+                raise ValueError("not an ember cache entry")
+            reply = pickle.loads(data[len(_FORMAT):])
+        except Exception as exc:  # a damaged entry: drop it, compile again
+            log.info("ember: dropping damaged cache entry %s (%s)", path, exc)
+            _remove(path)
+            with _lock:
+                self.misses += 1
+            return None
+        try:
+            os.utime(path)  # recently used: evicted last
+        except OSError:
+            pass
+        with _lock:
+            self.hits += 1
+        return reply
+
+    def store(self, key, reply):
+        if not enabled() or not reply.get("ok"):
+            return
+        path = self._path(key)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, partial = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".partial-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(_FORMAT + pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(partial, path)
+        except OSError as exc:  # a read-only or full disk costs the cache, not the compile
+            log.info("ember: cannot write the compile cache (%s)", exc)
+            return
+        with _lock:
+            self.stores += 1
+        evict(_limit_bytes())
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def evict(limit):
+    """Delete the least recently used entries until the cache holds at most `limit`
+    bytes."""
+    entries, total = [], 0
+    for base, _dirs, files in os.walk(_directory()):
+        for name in files:
+            path = os.path.join(base, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            entries.append((st.st_mtime, st.st_size, path))
+            total += st.st_size
+    for _mtime, size, path in sorted(entries):
+        if total <= limit:
+            break
+        _remove(path)
+        total -= size
+
+
+OBJECT_CACHE = ObjectCache()
