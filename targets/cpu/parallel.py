@@ -212,7 +212,9 @@ def _outline(entry, loop, plan, name):
 def _structure(kernel, name):
     """The kernel's text with its own name taken out: equal for the kernels of identical
     layers (the same loops over other buffers, which are arguments)."""
-    return str(kernel).replace(f"@{name}(", "@kernel(", 1)
+    # Local scope: printing in the module's scope walks the whole module each time.
+    text = kernel.operation.get_asm(use_local_scope=True, assume_verified=True)
+    return text.replace(f"@{name}(", "@kernel(", 1)
 
 
 class _Deduplicator:
