@@ -3,7 +3,8 @@ from .ir_walk import collect
 from ember.dialects.fusion import GROUP_OP_NAME
 from .pipeline import run_pipeline
 
-FORM_GROUPS = ["canonicalize", "ember-fold-transpose-into-matmul", "ember-form-fusion-groups"]
+FORM_GROUPS = ["canonicalize", "ember-concat-slices-to-gather", "canonicalize",
+               "ember-fold-transpose-into-matmul", "ember-form-fusion-groups"]
 # Long sums are split after fusion, so that the split keeps the fused prologue.
 LOWER_GROUPS = ["ember-lower-fusion-groups", "canonicalize", "ember-split-reductions"]
 

@@ -1,5 +1,5 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
-from . import (fold_transpose_into_matmul, form_fusion_groups, generalize_data_movement,
+from . import (concat_of_slices, fold_transpose_into_matmul, form_fusion_groups, generalize_data_movement,
                inline_fusion_groups, lower_tm_tensor, scalar_library, shape_exact_reshapes,
                shape_import, shape_resolve_dims, split_reductions, stable_sort)
 
@@ -18,6 +18,7 @@ PYTHON_PASSES = {
     shape_import.PASS_NAME: shape_import.shape_import,
     shape_resolve_dims.PASS_NAME: shape_resolve_dims.shape_resolve_dims,
     shape_exact_reshapes.PASS_NAME: shape_exact_reshapes.shape_exact_reshapes,
+    concat_of_slices.PASS_NAME: concat_of_slices.concat_slices_to_gather,
 }
 
 # name -> list of pipeline elements; lets one name stand for a short sequence.
@@ -50,6 +51,8 @@ PASS_DESCRIPTIONS = {
                                   "(or affine expression of symbols)",
     shape_exact_reshapes.PASS_NAME: "tensor.reshape splitting/merging one dim -> "
                                     "tensor.expand_shape/collapse_shape",
+    concat_of_slices.PASS_NAME: "concat of equally shaped slices of one tensor -> one "
+                                "gather loop nest",
 }
 
 
