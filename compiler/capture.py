@@ -7,6 +7,7 @@ import torch
 from torch._decomp import get_decompositions
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table as _torch_mlir_table
 
+from .attention_decompositions import ATTENTION_DECOMPOSITIONS
 from .batch_norm_decomposition import make_batch_norm_decompositions
 from .conv_decomposition import convolution
 from .cumulative_extrema import CUMULATIVE_EXTREMA
@@ -182,6 +183,7 @@ def decomposition_table():
     table.update(INDEXING_DECOMPOSITIONS)
     table.update(ORDER_STATISTICS)
     table.update(DISTANCE_DECOMPOSITIONS)
+    table.update(ATTENTION_DECOMPOSITIONS)
     table[aten.scatter_add.default] = _scatter_add_nonnegative_dim
     table[aten.cumprod.default] = _cumprod_without_dtype
     table[aten.roll.default] = _roll
