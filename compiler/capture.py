@@ -9,13 +9,14 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table as _torch_m
 
 from .attention_decompositions import ATTENTION_DECOMPOSITIONS
 from .batch_norm_decomposition import make_batch_norm_decompositions
-from .conv_decomposition import convolution
+from .conv_decomposition import convolution, convolution_backward
 from .cumulative_extrema import CUMULATIVE_EXTREMA
 from .nan_decompositions import NAN_DECOMPOSITIONS
 from .special_decompositions import SPECIAL_DECOMPOSITIONS
 from .indexing_decompositions import INDEXING_DECOMPOSITIONS
 from .order_statistics import ORDER_STATISTICS
 from .distance_decompositions import DISTANCE_DECOMPOSITIONS
+from .foreach_decompositions import FOREACH_DECOMPOSITIONS
 
 aten = torch.ops.aten
 
@@ -177,6 +178,7 @@ def decomposition_table():
         for overload in op.overloads():
             table.pop(getattr(op, overload), None)
     table[aten.convolution.default] = convolution
+    table[aten.convolution_backward.default] = convolution_backward
     table.update(NAN_DECOMPOSITIONS)
     table.update(CUMULATIVE_EXTREMA)
     table.update(SPECIAL_DECOMPOSITIONS)
@@ -184,6 +186,7 @@ def decomposition_table():
     table.update(ORDER_STATISTICS)
     table.update(DISTANCE_DECOMPOSITIONS)
     table.update(ATTENTION_DECOMPOSITIONS)
+    table.update(FOREACH_DECOMPOSITIONS)
     table[aten.scatter_add.default] = _scatter_add_nonnegative_dim
     table[aten.cumprod.default] = _cumprod_without_dtype
     table[aten.roll.default] = _roll

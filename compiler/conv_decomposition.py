@@ -6,6 +6,14 @@
   * depthwise (groups == C_in == C_out): a sum of shifted slices times per-channel
     weights, an elementwise chain that fuses into one kernel.
 Anything else (transposed, other group counts, 1-D/3-D) keeps torch-mlir's lowering.
+
+`convolution_backward` reuses the same pieces (training):
+  * grad_weight (groups == 1): `grad_out (F, N*oh*ow) @ cols^T`, the im2col recomputed;
+    depthwise: the stacked shifted slices times grad_out, summed over (N, oh, ow);
+  * grad_input: non-overlapping patches: `W^T @ grad_out` folded back by one permute;
+    otherwise the convolution of grad_out (stride > 1: zeros inserted between its rows
+    and columns) with the flipped, channel-transposed weight, through `convolution` above;
+  * grad_bias: grad_out summed over (N, oh, ow).
 """
 import torch
 import torch.nn.functional as F
@@ -29,34 +37,54 @@ def _pair(values):
     return values * 2 if len(values) == 1 else values
 
 
-def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
-    if transposed or x.dim() != 4 or weight.dim() != 4 or len(stride) != 2 \
-            or len(padding) != 2 or len(dilation) != 2:
-        return NotImplemented
+def _geometry(x, weight, stride, padding, dilation):
     n, c, h, w = x.shape
     f, cg, kh, kw = weight.shape
     ph, pw = padding
     oh = (h + 2 * ph - dilation[0] * (kh - 1) - 1) // stride[0] + 1
     ow = (w + 2 * pw - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    return n, c, h, w, f, kh, kw, oh, ow
+
+
+def _non_overlapping(kh, kw, stride, dilation):
+    return tuple(stride) == (kh, kw) and tuple(dilation) == (1, 1)
+
+
+def _im2col(xp, kh, kw, oh, ow, stride, dilation):
+    """(c*kh*kw, n*oh*ow) patches of the padded input, rows in the weight's (c, kh, kw)
+    order, columns in (n, oh, ow) order."""
+    n, c = xp.shape[0], xp.shape[1]
+    xt = xp.permute(1, 0, 2, 3)  # (c, n, h, w): the batch joins the GEMM's N
+    if kh == kw == 1 and tuple(stride) == (1, 1):
+        return xt.reshape(c, n * oh * ow)
+    if _non_overlapping(kh, kw, stride, dilation):
+        # Non-overlapping patches (ViT / ConvNeXt patchify): im2col is one permute,
+        # not kh*kw slice copies (which LLVM unrolls into seconds of compile time).
+        xc = xp[:, :, :oh * kh, :ow * kw].reshape(n, c, oh, kh, ow, kw)
+        return xc.permute(1, 3, 5, 0, 2, 4).reshape(c * kh * kw, n * oh * ow)
+    patches = torch.stack(list(_shifted_slices(xt, kh, kw, oh, ow, stride, dilation)), dim=1)
+    return patches.reshape(c * kh * kw, n * oh * ow)
+
+
+def _supported(x, weight, stride, padding, dilation, transposed):
+    return not transposed and x.dim() == 4 and weight.dim() == 4 and len(stride) == 2 \
+        and len(padding) == 2 and len(dilation) == 2
+
+
+def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
+    if not _supported(x, weight, stride, padding, dilation, transposed):
+        return NotImplemented
+    n, c, h, w, f, kh, kw, oh, ow = _geometry(x, weight, stride, padding, dilation)
+    ph, pw = padding
     xp = F.pad(x, (pw, pw, ph, ph)) if ph or pw else x
     if groups == 1:
-        xt = xp.permute(1, 0, 2, 3)  # (c, n, h, w): the batch joins the GEMM's N
-        if kh == kw == 1 and tuple(stride) == (1, 1):
-            cols = xt.reshape(c, n * oh * ow)
-        elif tuple(stride) == (kh, kw) and tuple(dilation) == (1, 1):
-            # Non-overlapping patches (ViT / ConvNeXt patchify): im2col is one permute,
-            # not kh*kw slice copies (which LLVM unrolls into seconds of compile time).
-            xc = xp[:, :, :oh * kh, :ow * kw].reshape(n, c, oh, kh, ow, kw)
-            cols = xc.permute(1, 3, 5, 0, 2, 4).reshape(c * kh * kw, n * oh * ow)
-        else:
-            patches = torch.stack(list(_shifted_slices(xt, kh, kw, oh, ow, stride, dilation)), dim=1)
-            cols = patches.reshape(c * kh * kw, n * oh * ow)  # (c, kh*kw) order = weight's
+        cols = _im2col(xp, kh, kw, oh, ow, stride, dilation)
         out = torch.mm(weight.reshape(f, c * kh * kw), cols)
         # Reshape first, permute last: the permute then meets the epilogue (bias, norm,
         # activation) with no reshape in between, and fuses into it.
         out = out.reshape(f, n, oh, ow).permute(1, 0, 2, 3)
-    elif groups == c and cg == 1 and f == c:
+    elif groups == c and weight.shape[1] == 1 and f == c:
         out = None
         for k, sl in enumerate(_shifted_slices(xp, kh, kw, oh, ow, stride, dilation)):
             term = sl * weight[:, 0, k // kw, k % kw].reshape(1, c, 1, 1)
@@ -82,3 +110,74 @@ def _eager_layout(out, x, weight):
     channels_last = torch.channels_last in (suggest_memory_format(x), suggest_memory_format(weight))
     return out.contiguous(memory_format=torch.channels_last if channels_last
                           else torch.contiguous_format)
+
+
+def _grad_weight(grad_out, x, weight, stride, padding, dilation, groups):
+    n, c, h, w, f, kh, kw, oh, ow = _geometry(x, weight, stride, padding, dilation)
+    ph, pw = padding
+    xp = F.pad(x, (pw, pw, ph, ph)) if ph or pw else x
+    if groups == 1:
+        cols = _im2col(xp, kh, kw, oh, ow, stride, dilation)
+        go = grad_out.permute(1, 0, 2, 3).reshape(f, n * oh * ow)
+        return torch.mm(go, cols.t()).reshape(weight.shape)
+    # depthwise: one (c, kh*kw) reduction over the stacked shifted slices
+    patches = torch.stack(list(_shifted_slices(xp, kh, kw, oh, ow, stride, dilation)), dim=2)
+    summed = (patches * grad_out.unsqueeze(2)).sum(dim=(0, 3, 4))
+    return summed.reshape(weight.shape)
+
+
+def _grad_input(grad_out, x, weight, stride, padding, dilation, groups):
+    n, c, h, w, f, kh, kw, oh, ow = _geometry(x, weight, stride, padding, dilation)
+    ph, pw = padding
+    if groups == 1 and _non_overlapping(kh, kw, stride, dilation):
+        go = grad_out.permute(1, 0, 2, 3).reshape(f, n * oh * ow)
+        dcols = torch.mm(weight.reshape(f, c * kh * kw).t(), go)
+        folded = dcols.reshape(c, kh, kw, n, oh, ow).permute(3, 0, 4, 1, 5, 2)
+        grad_xp = folded.reshape(n, c, oh * kh, ow * kw)
+        grad_xp = F.pad(grad_xp, (0, w + 2 * pw - ow * kw, 0, h + 2 * ph - oh * kh))
+        return grad_xp[:, :, ph:ph + h, pw:pw + w]
+    sh, sw = stride
+    dh, dw = dilation
+    if (sh, sw) != (1, 1):  # zeros between rows and columns: a stride-1 problem
+        dilated = grad_out.new_zeros(n, f, (oh - 1) * sh + 1, (ow - 1) * sw + 1)
+        grad_out = dilated.slice_scatter(
+            grad_out.new_zeros(n, f, oh, (ow - 1) * sw + 1).slice_scatter(
+                grad_out, 3, 0, None, sw), 2, 0, None, sh)
+    # the rows and columns the forward's floor division dropped get no gradient
+    extra_h = h + 2 * ph - dh * (kh - 1) - 1 - (oh - 1) * sh
+    extra_w = w + 2 * pw - dw * (kw - 1) - 1 - (ow - 1) * sw
+    if extra_h or extra_w:
+        grad_out = F.pad(grad_out, (0, extra_w, 0, extra_h))
+    if groups == 1:
+        flipped = weight.flip(2, 3).transpose(0, 1)
+    else:  # depthwise: (c, 1, kh, kw) stays, flipped
+        flipped = weight.flip(2, 3)
+    qh, qw = dh * (kh - 1) - ph, dw * (kw - 1) - pw
+    if qh < 0 or qw < 0:  # more padding than kernel reach: crop grad_out's border
+        grad_out = grad_out[:, :, max(-qh, 0):grad_out.shape[2] - max(-qh, 0),
+                            max(-qw, 0):grad_out.shape[3] - max(-qw, 0)]
+        qh, qw = max(qh, 0), max(qw, 0)
+    out = convolution(grad_out, flipped, None, [1, 1], [qh, qw], [dh, dw], False, [0, 0],
+                      groups)
+    return out if out is not NotImplemented else None
+
+
+def convolution_backward(grad_out, x, weight, bias_sizes, stride, padding, dilation,
+                         transposed, output_padding, groups, output_mask):
+    stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
+    if not _supported(x, weight, stride, padding, dilation, transposed):
+        return NotImplemented
+    c, f, cg = x.shape[1], weight.shape[0], weight.shape[1]
+    if not (groups == 1 or (groups == c and cg == 1 and f == c)):
+        return NotImplemented
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        grad_input = _grad_input(grad_out, x, weight, stride, padding, dilation, groups)
+        if grad_input is None:
+            return NotImplemented
+        grad_input = grad_input.contiguous(memory_format=suggest_memory_format(x))
+    if output_mask[1]:
+        grad_weight = _grad_weight(grad_out, x, weight, stride, padding, dilation, groups)
+    if output_mask[2]:
+        grad_bias = grad_out.sum(dim=(0, 2, 3))
+    return grad_input, grad_weight, grad_bias

@@ -11,6 +11,7 @@ import os
 
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch._dynamo.exc import ShortenTraceback, TensorifyScalarRestartAnalysis
 
 from ember.compiler.capture import decomposition_table
@@ -95,8 +96,11 @@ def _compile_or_fallback(gm, example_inputs, *, options):
 def make_backend(options=None):
     options = validate_options(options)
     compiler = functools.partial(_compile_or_fallback, options=options)
+    # Inductor's partitioner: the backward recomputes cheap pointwise ops from what the
+    # forward saves (a min cut of the joint graph) instead of saving every intermediate.
     inner = aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
-                         inference_compiler=compiler, decompositions=decomposition_table())
+                         inference_compiler=compiler, decompositions=decomposition_table(),
+                         partition_fn=min_cut_rematerialization_partition)
 
     def ember(gm, example_inputs, **kwargs):
         from ember.compiler.worker import prestart_worker

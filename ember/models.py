@@ -126,3 +126,93 @@ def first_tensor(output):
     if hasattr(output, "last_hidden_state"):
         return output.last_hidden_state
     return output[0]
+
+
+def _training_model(name, big, dropout):
+    """(model with a task head, inputs, targets, loss(output, targets)) for `name`."""
+    t = _hf()
+    hidden, layers, heads = (256, 4, 4) if big else (32, 2, 4)
+    seq, vocab, inter = (128 if big else 16), (1000 if big else 100), hidden * 4
+    if name == "bert":
+        cfg = t.BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                           num_attention_heads=heads, intermediate_size=inter, num_labels=3,
+                           hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+        return t.BertForSequenceClassification(cfg), "classify", seq, vocab
+    if name == "gpt2":
+        cfg = t.GPT2Config(vocab_size=vocab, n_embd=hidden, n_layer=layers, n_head=heads,
+                           n_positions=512, use_cache=False, resid_pdrop=dropout,
+                           embd_pdrop=dropout, attn_pdrop=dropout)
+        return t.GPT2LMHeadModel(cfg), "lm", seq, vocab
+    if name == "llama":
+        cfg = t.LlamaConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                            num_attention_heads=heads, num_key_value_heads=heads // 2,
+                            intermediate_size=inter, use_cache=False, attention_dropout=dropout)
+        return t.LlamaForCausalLM(cfg), "lm", seq, vocab
+    if name == "vit":
+        cfg = t.ViTConfig(image_size=64 if big else 32, patch_size=8, num_channels=3,
+                          hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                          intermediate_size=inter, num_labels=5, hidden_dropout_prob=dropout,
+                          attention_probs_dropout_prob=dropout)
+        return t.ViTForImageClassification(cfg), "image", 64 if big else 32, None
+    if name == "resnet":
+        cfg = t.ResNetConfig(num_channels=3, embedding_size=32 if big else 8,
+                             hidden_sizes=[32, 64, 128, 256] if big else [8, 16, 16, 32],
+                             depths=[1, 1, 1, 1], layer_type="basic", num_labels=5)
+        return t.ResNetForImageClassification(cfg), "image", 64, None
+    if name == "convnext":
+        cfg = t.ConvNextConfig(num_channels=3, hidden_sizes=[32, 64, 128, 256] if big else [8, 16, 16, 32],
+                               depths=[1, 1, 1, 1], patch_size=4, num_labels=5)
+        return t.ConvNextForImageClassification(cfg), "image", 64, None
+    raise KeyError(f"unknown training model {name!r}; known: {TRAINING_MODEL_NAMES}")
+
+
+class _Plain(torch.nn.Module):
+    """A small model of our own: an MLP, or a CNN with train-mode batch norm."""
+
+    def __init__(self, kind):
+        super().__init__()
+        nn = torch.nn
+        if kind == "mlp":
+            self.net = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.LayerNorm(64),
+                                     nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+        else:
+            self.net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                                     nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
+                                     nn.BatchNorm2d(32), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                                     nn.Flatten(), nn.Linear(32, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+TRAINING_MODEL_NAMES = ["mlp", "cnn", "bert", "gpt2", "llama", "vit", "resnet", "convnext"]
+
+
+def build_training(name, scale="small", batch=4, dropout=0.0):
+    """(model in train mode, inputs tuple, loss function of the model's output) for one
+    training step of `name`: a classification loss for BERT / ViT / CNNs, a next-token
+    loss for GPT-2 / Llama."""
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(2)
+    if name in ("mlp", "cnn"):
+        model = _Plain(name)
+        x = torch.randn(batch, 32, generator=g) if name == "mlp" else \
+            torch.randn(batch, 3, 16, 16, generator=g)
+        labels = torch.randint(0, 10, (batch,), generator=g)
+        return model.train(), (x,), lambda out: F.cross_entropy(out, labels)
+    model, task, size, vocab = _training_model(name, scale == "bench", dropout)
+    if task == "image":
+        x = torch.randn(batch, 3, size, size, generator=g)
+        labels = torch.randint(0, 5, (batch,), generator=g)
+        return model.train(), (x,), lambda out: F.cross_entropy(out.logits, labels)
+    ids = torch.randint(0, vocab, (batch, size), generator=g)
+    if task == "classify":
+        labels = torch.randint(0, 3, (batch,), generator=g)
+        return model.train(), (ids,), lambda out: F.cross_entropy(out.logits, labels)
+
+    def next_token(out):
+        logits = out.logits[:, :-1]
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+
+    return model.train(), (ids,), next_token
