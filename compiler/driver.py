@@ -15,6 +15,7 @@ from ember.runtime import CompiledGraph, TensorSpec
 from ember.runtime.cache import GLOBAL_CACHE, graph_key
 from . import importer
 from .graph_outputs import plan_outputs
+from .input_layouts import dense_permutation, read_permuted_inputs_in_place
 from .object_cache import OBJECT_CACHE, request_key
 from .scalar_prologue import lift_scalar_computations
 from .symbolic import ShapeProgram, has_symbolic_shapes, shape_facts
@@ -47,8 +48,10 @@ def compile_graph(gm, example_inputs, target="cpu", options=None):
                                                              example_inputs),
                                     "only tensors and scalars are supported as inputs")
     input_specs = [TensorSpec.of(t) for t in example_inputs]
+    # permuted inputs are read in place (input_layouts.py): their strides are code
+    layouts = [tuple(t.stride()) if dense_permutation(t) else None for t in example_inputs]
     key = graph_key(gm, input_specs, target, options or {},
-                    shape_facts(gm) + os.environ.get("EMBER_OPT_LEVEL", ""))
+                    shape_facts(gm) + os.environ.get("EMBER_OPT_LEVEL", "") + repr(layouts))
     return GLOBAL_CACHE.get_or_build(key, lambda: _build(gm, input_specs))
 
 
@@ -69,6 +72,7 @@ def _build(gm, input_specs):
     t0 = time.perf_counter()
     output_specs = _output_specs(kernel_gm)
     shapes = prologue = None
+    input_strides = read_permuted_inputs_in_place(kernel_gm)
     if has_symbolic_shapes(kernel_gm):
         split_symbolic_views(kernel_gm)
         prologue = lift_scalar_computations(kernel_gm)
@@ -118,7 +122,7 @@ def _build(gm, input_specs):
                  stats.get("kernels"), time.perf_counter() - t0, stats.get("import_s", 0),
                  stats.get("lower_s", 0), stats.get("llvm_s", 0))
     return CompiledGraph(kernel, input_specs, output_specs, plan, reply["workspace_bytes"],
-                         shapes=shapes, prologue=prologue)
+                         shapes=shapes, prologue=prologue, input_strides=input_strides)
 
 
 _INPUT_TYPES = (torch.Tensor, int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)

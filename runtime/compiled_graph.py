@@ -35,13 +35,24 @@ class TensorSpec:
         return self.dtype is not None
 
 
+def _laid_out(a, strides):
+    """`a` as the code reads it: contiguous, or (strides given) with those strides."""
+    if not isinstance(a, torch.Tensor):
+        return a
+    if strides is None:
+        return a if a.is_contiguous() else a.contiguous()
+    if a.stride() == strides:
+        return a
+    return torch.empty_strided(a.shape, strides, dtype=a.dtype).copy_(a)
+
+
 class CompiledGraph:
     """kernel: a LoadedKernel or None (every output is an input or a view of one).
     shapes: the graph's ShapeProgram when its sizes are symbolic (compiler/symbolic.py):
     each call evaluates the size arguments and the output shapes from the inputs."""
 
     def __init__(self, kernel, input_specs, output_specs, plan, workspace_bytes=0,
-                 shapes=None, prologue=None):
+                 shapes=None, prologue=None, input_strides=()):
         self.kernel = kernel            # keeps the loaded code alive
         self._fn = kernel.fn if kernel is not None else None
         self.shapes = shapes
@@ -58,6 +69,9 @@ class CompiledGraph:
         self._out_shapes = [(s.shape, s.dtype) for s in self.output_specs]
         self._out_dtypes = [s.dtype for s in self.output_specs]
         self._error_code = getattr(kernel, "error_code", None)
+        # per input: the strides the code reads it with (a permuted dense layout, see
+        # compiler/input_layouts.py), or None for contiguous
+        self._strides = list(input_strides) if any(input_strides) else None
 
     def _raise_failed_check(self):
         code, self._error_code.value = self._error_code.value, 0
@@ -80,9 +94,13 @@ class CompiledGraph:
                 sizes, shapes = self.shapes.prepare(*kernel_args)
                 outs = [torch.empty(shape, dtype=dtype)
                         for shape, dtype in zip(shapes, self._out_dtypes)]
-            # (the contiguous copies live in `ins` until the call returns)
-            ins = [a.contiguous() if isinstance(a, torch.Tensor) and not a.is_contiguous()
-                   else a for a in kernel_args]
+            # (the copies live in `ins` until the call returns)
+            if self._strides is None:
+                ins = [a.contiguous() if isinstance(a, torch.Tensor) and not a.is_contiguous()
+                       else a for a in kernel_args]
+            else:
+                ins = [_laid_out(a, s) for a, s in zip(kernel_args, self._strides)] + \
+                      list(kernel_args[len(self._strides):])
             pointers = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in ins]
             pointers += [t.data_ptr() for t in outs]
             pointers += sizes

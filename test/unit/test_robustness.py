@@ -532,3 +532,38 @@ def test_failed_run_time_check_raises_instead_of_aborting():
     with pytest.raises(RuntimeError, match="index must be smaller than dim size"):
         fast(x, torch.tensor([[0], [7], [1]]))
     torch.testing.assert_close(fast(x, good), gather(x, good))  # the code was reset
+
+
+# --- permuted inputs are read in place ---------------------------------------------------
+
+def test_permuted_inputs_read_in_place_without_copies(monkeypatch):
+    """A transposed or channels_last input is handed to the code as its own memory (the
+    graph permutes it back); the runtime copies nothing."""
+    from ember.runtime import compiled_graph
+
+    def fn(a, b):
+        return torch.relu(a * 2) @ b, b.sum(0)
+
+    a = torch.randn(16, 8).t()
+    b = torch.randn(4, 3, 16).permute(2, 0, 1).reshape(16, 12)[:, :5]  # a strided slice
+    img = torch.randn(2, 3, 5, 5).contiguous(memory_format=torch.channels_last)
+    copies = []
+    real = compiled_graph._laid_out
+
+    def spy(t, strides):
+        out = real(t, strides)
+        if isinstance(t, torch.Tensor) and out.data_ptr() != t.data_ptr():
+            copies.append(tuple(t.shape))
+        return out
+
+    monkeypatch.setattr(compiled_graph, "_laid_out", spy)
+    with torch.no_grad():
+        got, want = compile_strict(fn)(a, b.contiguous()), fn(a, b.contiguous())
+        torch.testing.assert_close(got, want)
+        assert copies == []
+        conv = torch.nn.Conv2d(3, 4, 3)
+        torch.testing.assert_close(compile_strict(conv)(img), conv(img), rtol=1e-4, atol=1e-5)
+        assert copies == []
+        # a strided slice is not dense: copied, still right
+        torch.testing.assert_close(compile_strict(fn)(a, b), fn(a, b))
+        assert copies == [(16, 5)]

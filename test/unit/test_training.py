@@ -115,3 +115,69 @@ def test_training_loop_matches_eager(name, opt):
         loss_eager = abs(ref_losses[step] - exact_losses[step])
         assert loss_ours <= 4 * loss_eager + 1e-5 * abs(exact_losses[step]), (step, losses,
                                                                               exact_losses)
+
+
+# --- dropout in training: a statistical check (ember's masks are not eager's bits) ------
+
+def test_dropout_training_masks_are_consistent_and_seeded():
+    """Forward and backward through dropout(p=0.1): about 10% of the elements dropped,
+    the kept ones scaled by 1/(1-p), the gradient masked by the SAME mask, and the same
+    seed giving the same mask (ember draws through torch's generator, but in another
+    order than eager, so bit equality with eager is not expected)."""
+    p = 0.1
+    fn = compile_strict(lambda x, w: F.dropout(x @ w, p, training=True))
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 32, generator=g)
+    w = torch.randn(32, 256, generator=g, requires_grad=True)
+    x.requires_grad_(True)
+
+    def run(seed):
+        torch.manual_seed(seed)
+        x.grad = w.grad = None
+        out = fn(x, w)
+        out.backward(torch.ones_like(out))
+        return out.detach(), x.grad.clone(), w.grad.clone()
+
+    out, gx, gw = run(1)
+    dense = (x @ w).detach()
+    kept = out != 0
+    n = kept.numel()
+    dropped = 1 - kept.float().mean().item()
+    assert abs(dropped - p) < 4 * (p * (1 - p) / n) ** 0.5, dropped  # 4 sigma
+    torch.testing.assert_close(out[kept], dense[kept] / (1 - p))
+    mask = kept.float() / (1 - p)  # d out / d (x @ w), from the forward's own mask
+    torch.testing.assert_close(gx, mask @ w.detach().t(), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(gw, x.detach().t() @ mask, rtol=1e-4, atol=1e-4)
+    again = run(1)
+    assert all(torch.equal(a, b) for a, b in zip((out, gx, gw), again))
+    assert not torch.equal(run(2)[0] != 0, kept)
+
+
+def test_bert_training_with_dropout_learns_like_eager():
+    """BERT with dropout 0.1, five AdamW steps, compiled strictly: the losses follow
+    eager's within the noise that dropout itself puts between two eager seeds."""
+    import copy
+
+    from ember.models import build_training
+
+    def losses(forward_of, seed):
+        torch.manual_seed(0)
+        model, inputs, loss_fn = build_training("bert", dropout=0.1)
+        model = copy.deepcopy(model)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        forward = forward_of(model)
+        torch.manual_seed(seed)
+        out = []
+        for _ in range(5):
+            opt.zero_grad()
+            loss = loss_fn(forward(*inputs))
+            loss.backward()
+            opt.step()
+            out.append(loss.item())
+        return torch.tensor(out)
+
+    ours = losses(compile_strict, 3)
+    eager, eager_other_seed = losses(lambda m: m, 3), losses(lambda m: m, 4)
+    assert ours[-1] < ours[0] and eager[-1] < eager[0]
+    noise = (eager - eager_other_seed).abs().max().item()
+    assert (ours - eager).abs().max().item() <= 3 * noise + 0.05, (ours, eager, noise)
