@@ -1,15 +1,24 @@
 """Benchmark: eager vs torch.compile (inductor) vs ember on real HF models, in one run.
 
-    python bench/models.py [--models bert,gpt2] [--batch 4] [--iters 20]
+    python bench/models.py [--models bert,gpt2] [--batch 1,8] [--iters 30] [--no-warm]
 
-Prints median latency per model (the three variants timed in alternating rounds), the
-ratios eager/ember and inductor/ember, their geomeans, and compile times (first call).
+Per model and batch size: median latency of the three variants (timed in alternating
+rounds: the machine is shared and noisy), the ratios eager/ember and inductor/ember,
+ember's kernels per graph, and compile times: cold (first call, with fresh, empty
+inductor and ember caches made for this run) and warm (the first call in a FRESH
+process that finds the caches this run filled: what a user pays on the next start).
+Geomeans per batch size at the end. `--json out.json` keeps the rows.
 """
 import argparse
 import copy
+import json
+import logging
 import math
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -44,24 +53,52 @@ def _first_call_s(fn, inputs):
     return time.perf_counter() - t, out
 
 
-def bench_model(name, batch, iters):
+class _KernelCounter(logging.Handler):
+    """Reads ember's 'compiled/loaded graph (N nodes, K kernels)' log records."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.kernels = []
+
+    def emit(self, record):
+        if isinstance(record.msg, str) and "kernels)" in record.msg and len(record.args) > 2:
+            self.kernels.append(record.args[2])
+
+
+def _compile_both(name, batch):
+    """(model, inputs, inductor fn, ember fn, row with compile times and kernel counts)."""
     torch.manual_seed(0)
     model, inputs = build(name, scale="bench", batch=batch)
     model = model.eval()
-    with torch.no_grad():
-        expected = first_tensor(model(*inputs))
-    row = {"model": name}
+    row = {"model": name, "batch": batch}
     torch._dynamo.reset()
     inductor = torch.compile(model)
     row["inductor_compile_s"], _ = _first_call_s(inductor, inputs)
     # A second backend needs its own Dynamo cache entry: compile ember on a shallow copy
     # of the module (same parameters), so both stay callable side by side.
-    ember_model = copy.copy(model)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fast = ember.compile(ember_model)
-        row["ember_compile_s"], out = _first_call_s(fast, inputs)
+    counter = _KernelCounter()
+    logger = logging.getLogger("ember")
+    logger.addHandler(counter)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fast = ember.compile(copy.copy(model))
+            row["ember_compile_s"], out = _first_call_s(fast, inputs)
+    finally:
+        logger.removeHandler(counter)
+        logger.setLevel(level)
     row["fallbacks"] = sum("ember" in str(w.message) for w in caught)
+    row["graphs"] = len(counter.kernels)
+    row["kernels"] = "+".join(str(k) for k in counter.kernels)
+    return model, inputs, inductor, fast, out, row
+
+
+def bench_model(name, batch, iters):
+    model, inputs, inductor, fast, out, row = _compile_both(name, batch)
+    with torch.no_grad():
+        expected = first_tensor(model(*inputs))
     row["max_abs_err"] = (first_tensor(out) - expected).abs().max().item()
     medians = _interleaved_median_ms({"eager": model, "inductor": inductor, "ember": fast},
                                      inputs, iters)
@@ -70,29 +107,75 @@ def bench_model(name, batch, iters):
     return row
 
 
+def _warm_compile(name, batch):
+    """Compile times in a fresh process that finds this run's caches."""
+    out = subprocess.run([sys.executable, __file__, "--warm-child", name, str(batch)],
+                         capture_output=True, text=True, env=os.environ.copy())
+    for line in out.stdout.splitlines():
+        if line.startswith("{"):
+            return json.loads(line)
+    return {"inductor_compile_s": float("nan"), "ember_compile_s": float("nan")}
+
+
+def _warm_child(name, batch):
+    _, _, _, _, _, row = _compile_both(name, int(batch))
+    print(json.dumps({k: row[k] for k in ("inductor_compile_s", "ember_compile_s")}))
+
+
+def _fresh_caches():
+    """Empty inductor and ember caches for this run (kept for the warm children)."""
+    root = tempfile.mkdtemp(prefix="ember-bench-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
+    os.environ["EMBER_CACHE_DIR"] = os.path.join(root, "ember")
+    return root
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--models", default=",".join(MODEL_NAMES))
-    p.add_argument("--batch", type=int, default=4)
-    p.add_argument("--iters", type=int, default=50, help="timed calls per variant")
+    p.add_argument("--batch", default="1,8", help="batch sizes, comma-separated")
+    p.add_argument("--iters", type=int, default=30, help="timed calls per variant")
+    p.add_argument("--no-warm", action="store_true", help="skip the warm-start processes")
+    p.add_argument("--json", help="write the rows to this file")
+    p.add_argument("--warm-child", nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.warm_child:
+        _warm_child(*args.warm_child)
+        return 0
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        _fresh_caches()
     names = [n for n in args.models.split(",") if n]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch}")
-    header = (f"{'model':12s} {'eager ms':>9s} {'inductor':>9s} {'ember':>9s} "
-              f"{'eager/ember':>11s} {'ind/ember':>9s} {'compile ind':>11s} {'compile ember':>13s} "
-              f"{'max err':>8s} {'fallbk':>6s}")
-    print(header)
+    batches = [int(b) for b in args.batch.split(",") if b]
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; latency in ms, "
+          f"compile in s (cold / warm in a fresh process)")
+    print(f"{'model':12s} {'batch':>5s} {'eager':>8s} {'inductor':>8s} {'ember':>8s} "
+          f"{'eager/emb':>9s} {'ind/emb':>7s} {'ind compile':>12s} {'ember compile':>13s} "
+          f"{'kernels':>9s} {'max err':>8s} {'fb':>3s}")
     rows = []
-    for name in names:
-        r = bench_model(name, args.batch, args.iters)
-        rows.append(r)
-        print(f"{name:12s} {r['eager_ms']:9.2f} {r['inductor_ms']:9.2f} {r['ember_ms']:9.2f} "
-              f"{r['eager_ms'] / r['ember_ms']:11.2f} {r['inductor_ms'] / r['ember_ms']:9.2f} "
-              f"{r['inductor_compile_s']:10.1f}s {r['ember_compile_s']:12.1f}s "
-              f"{r['max_abs_err']:8.1e} {r['fallbacks']:6d}", flush=True)
+    for batch in batches:
+        for name in names:
+            r = bench_model(name, batch, args.iters)
+            warm = ({"inductor_compile_s": float("nan"), "ember_compile_s": float("nan")}
+                    if args.no_warm else _warm_compile(name, batch))
+            r["inductor_warm_s"], r["ember_warm_s"] = (warm["inductor_compile_s"],
+                                                       warm["ember_compile_s"])
+            rows.append(r)
+            print(f"{name:12s} {batch:5d} {r['eager_ms']:8.2f} {r['inductor_ms']:8.2f} "
+                  f"{r['ember_ms']:8.2f} {r['eager_ms'] / r['ember_ms']:9.2f} "
+                  f"{r['inductor_ms'] / r['ember_ms']:7.2f} "
+                  f"{r['inductor_compile_s']:5.1f}/{r['inductor_warm_s']:<5.1f} "
+                  f"{r['ember_compile_s']:6.1f}/{r['ember_warm_s']:<5.1f} "
+                  f"{r['kernels']:>9s} {r['max_abs_err']:8.1e} {r['fallbacks']:3d}", flush=True)
     geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
-    print(f"geomean eager/ember    {geo([r['eager_ms'] / r['ember_ms'] for r in rows]):.3f}")
-    print(f"geomean inductor/ember {geo([r['inductor_ms'] / r['ember_ms'] for r in rows]):.3f}")
+    for batch in batches:
+        rs = [r for r in rows if r["batch"] == batch]
+        print(f"batch {batch}: geomean eager/ember {geo([r['eager_ms'] / r['ember_ms'] for r in rs]):.3f}"
+              f", inductor/ember {geo([r['inductor_ms'] / r['ember_ms'] for r in rs]):.3f}"
+              f", compile ember/inductor cold "
+              f"{geo([r['ember_compile_s'] / r['inductor_compile_s'] for r in rs]):.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
     return 0
 
 

@@ -53,15 +53,33 @@ class OutputPlan:
     permutations: List[Optional[Tuple[int, ...]]] = field(default_factory=list)
     single: bool = False  # the graph returns one value, not a tuple
 
-    def assemble(self, inputs, buffers):
-        restored = []
-        for buf, perm in zip(buffers, self.permutations):
+    def __post_init__(self):
+        self._inverses = None
+        self._passthrough = None
+
+    def _prepare(self):
+        """Inverse permutations, and whether the outputs are just the kernel's buffers in
+        order (the common case: assembling then costs nothing per call)."""
+        self._inverses = []
+        for perm in self.permutations:
+            inverse = None
             if perm is not None:
                 inverse = [0] * len(perm)
                 for i, p in enumerate(perm):
                     inverse[p] = i
-                buf = buf.permute(inverse)
-            restored.append(buf)
+            self._inverses.append(inverse)
+        self._passthrough = (all(p is None for p in self.permutations)
+                             and len(self.entries) == len(self.permutations)
+                             and all(e[0] == "kernel" and e[1] == k and not e[2]
+                                     for k, e in enumerate(self.entries)))
+
+    def assemble(self, inputs, buffers):
+        if self._passthrough is None:
+            self._prepare()
+        if self._passthrough:
+            return buffers[0] if self.single else list(buffers)
+        restored = [buf if inverse is None else buf.permute(inverse)
+                    for buf, inverse in zip(buffers, self._inverses)]
         results = []
         for entry in self.entries:
             kind = entry[0]

@@ -112,11 +112,96 @@ def _build(name, scale, batch):
         cfg = t.MobileNetV2Config(num_channels=3, image_size=64 if big else 32,
                                   depth_multiplier=0.5 if big else 0.25)
         return t.MobileNetV2Model(cfg), (_img(batch, 3, 64 if big else 32),)
+    return _build_more(t, name, big, hidden, layers, heads, seq, vocab, inter, batch)
+
+
+def _build_more(t, name, big, hidden, layers, heads, seq, vocab, inter, batch):
+    """The families beyond the first nine: more encoders, decoders, encoder-decoders,
+    windowed vision transformers, grouped-conv CNNs, speech."""
+    if name == "roberta":
+        cfg = t.RobertaConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                              num_attention_heads=heads, intermediate_size=inter,
+                              max_position_embeddings=514)
+        return t.RobertaModel(cfg, add_pooling_layer=False), (_ids(batch, seq, vocab),)
+    if name == "albert":
+        cfg = t.AlbertConfig(vocab_size=vocab, embedding_size=hidden // 2, hidden_size=hidden,
+                             num_hidden_layers=layers, num_attention_heads=heads,
+                             intermediate_size=inter, max_position_embeddings=512)
+        return t.AlbertModel(cfg, add_pooling_layer=False), (_ids(batch, seq, vocab),)
+    if name == "opt":
+        cfg = t.OPTConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                          num_attention_heads=heads, ffn_dim=inter, word_embed_proj_dim=hidden,
+                          max_position_embeddings=512, use_cache=False)
+        return t.OPTModel(cfg), (_ids(batch, seq, vocab),)
+    if name == "mistral":
+        cfg = t.MistralConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                              num_attention_heads=heads, num_key_value_heads=heads // 2,
+                              intermediate_size=inter, max_position_embeddings=512,
+                              sliding_window=seq // 2, use_cache=False)
+        return t.MistralModel(cfg), (_ids(batch, seq, vocab),)
+    if name in ("bart", "t5"):
+        if name == "bart":
+            cfg = t.BartConfig(vocab_size=vocab, d_model=hidden, encoder_layers=layers,
+                               decoder_layers=layers, encoder_attention_heads=heads,
+                               decoder_attention_heads=heads, encoder_ffn_dim=inter,
+                               decoder_ffn_dim=inter, max_position_embeddings=512,
+                               use_cache=False)
+            model = t.BartModel(cfg)
+        else:
+            cfg = t.T5Config(vocab_size=vocab, d_model=hidden, d_kv=hidden // heads, d_ff=inter,
+                             num_layers=layers, num_heads=heads, use_cache=False)
+            model = t.T5Model(cfg)
+        return _Seq2Seq(model), (_ids(batch, seq, vocab), _ids(batch, seq // 2, vocab))
+    if name == "whisper":
+        frames = 2 * seq
+        cfg = t.WhisperConfig(vocab_size=vocab, num_mel_bins=40, d_model=hidden,
+                              encoder_layers=layers, decoder_layers=layers,
+                              encoder_attention_heads=heads, decoder_attention_heads=heads,
+                              encoder_ffn_dim=inter, decoder_ffn_dim=inter,
+                              max_source_positions=seq, max_target_positions=256,
+                              pad_token_id=1, bos_token_id=2, eos_token_id=2,
+                              decoder_start_token_id=2, use_cache=False)
+        g = torch.Generator().manual_seed(0)
+        features = torch.randn(batch, 40, frames, generator=g)
+        return (_Seq2Seq(t.WhisperModel(cfg), source="input_features"),
+                (features, _ids(batch, seq // 4, vocab)))
+    if name == "wav2vec2":
+        cfg = t.Wav2Vec2Config(hidden_size=hidden, num_hidden_layers=layers,
+                               num_attention_heads=heads, intermediate_size=inter,
+                               conv_dim=(hidden // 2,) * 7, num_conv_pos_embeddings=16,
+                               num_conv_pos_embedding_groups=4, do_stable_layer_norm=True,
+                               feat_extract_norm="layer")
+        g = torch.Generator().manual_seed(0)
+        samples = 320 * seq + 80  # 320 samples per frame after the feature convolutions
+        return t.Wav2Vec2Model(cfg), (torch.randn(batch, samples, generator=g),)
+    if name == "swin":
+        size = 64 if big else 32
+        cfg = t.SwinConfig(image_size=size, patch_size=4, num_channels=3,
+                           embed_dim=hidden // 4, depths=[2, 2], num_heads=[2, 4],
+                           window_size=4)
+        return t.SwinModel(cfg, add_pooling_layer=False), (_img(batch, 3, size),)
+    if name == "regnet":
+        cfg = t.RegNetConfig(num_channels=3, embedding_size=32 if big else 8,
+                             hidden_sizes=[32, 64, 128, 256] if big else [8, 16, 16, 32],
+                             depths=[1, 1, 1, 1], groups_width=8)
+        return t.RegNetModel(cfg), (_img(batch, 3, 64 if big else 32),)
     raise KeyError(f"unknown model {name!r}; known: {MODEL_NAMES}")
 
 
+class _Seq2Seq(torch.nn.Module):
+    """An encoder-decoder called positionally: (source, decoder input ids)."""
+
+    def __init__(self, model, source="input_ids"):
+        super().__init__()
+        self.model, self.source = model, source
+
+    def forward(self, source, decoder_input_ids):
+        return self.model(**{self.source: source}, decoder_input_ids=decoder_input_ids)
+
+
 MODEL_NAMES = ["bert", "gpt2", "llama", "t5-encoder", "vit", "resnet", "convnext",
-               "distilbert", "mobilenetv2"]
+               "distilbert", "mobilenetv2", "roberta", "albert", "opt", "mistral", "bart",
+               "t5", "whisper", "wav2vec2", "swin", "regnet"]
 
 
 def first_tensor(output):

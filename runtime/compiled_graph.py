@@ -16,6 +16,20 @@ import torch
 
 from .workspace_size import size_function
 
+try:  # what inductor's generated code allocates with: 3x cheaper than torch.empty
+    from torch._C._dynamo.guards import _empty_strided_cpu
+except ImportError:  # pragma: no cover - other torch builds
+    def _empty_strided_cpu(shape, strides, dtype):
+        return torch.empty_strided(shape, strides, dtype=dtype)
+
+
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -66,7 +80,10 @@ class CompiledGraph:
         self._lock = threading.Lock()  # one workspace: one call at a time
         self.input_specs = tuple(input_specs)
         self.output_specs = tuple(output_specs)
-        self._out_shapes = [(s.shape, s.dtype) for s in self.output_specs]
+        # static outputs: (shape, strides, dtype), allocated without torch.empty's parsing
+        self._out_layouts = ([] if shapes is not None else
+                             [(s.shape, contiguous_strides(s.shape), s.dtype)
+                              for s in self.output_specs])
         self._out_dtypes = [s.dtype for s in self.output_specs]
         self._error_code = getattr(kernel, "error_code", None)
         # per input: the strides the code reads it with (a permuted dense layout, see
@@ -87,12 +104,13 @@ class CompiledGraph:
             kernel_args = args
             if self.shapes is None:
                 sizes = ()
-                outs = [torch.empty(shape, dtype=dtype) for shape, dtype in self._out_shapes]
+                outs = [_empty_strided_cpu(shape, strides, dtype)
+                        for shape, strides, dtype in self._out_layouts]
             else:
                 if self.prologue is not None:
                     kernel_args = list(args) + self.prologue.run(args)
                 sizes, shapes = self.shapes.prepare(*kernel_args)
-                outs = [torch.empty(shape, dtype=dtype)
+                outs = [_empty_strided_cpu(shape, contiguous_strides(shape), dtype)
                         for shape, dtype in zip(shapes, self._out_dtypes)]
             # (the copies live in `ins` until the call returns)
             if self._strides is None:
