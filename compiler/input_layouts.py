@@ -17,11 +17,9 @@ Static shapes only: symbolic strides keep the copy.
 """
 import torch
 
+from .importer import _val
+
 aten = torch.ops.aten
-
-
-def _val(node):
-    return node.meta.get("val", node.meta.get("example_value"))
 
 
 def dense_permutation(t):

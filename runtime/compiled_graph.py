@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 import torch
+from torch._prims_common import make_contiguous_strides_for
 
 from .workspace_size import size_function
 
@@ -21,14 +22,6 @@ try:  # what inductor's generated code allocates with: 3x cheaper than torch.emp
 except ImportError:  # pragma: no cover - other torch builds
     def _empty_strided_cpu(shape, strides, dtype):
         return torch.empty_strided(shape, strides, dtype=dtype)
-
-
-def contiguous_strides(shape):
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
 
 
 @dataclass(frozen=True)
@@ -82,7 +75,7 @@ class CompiledGraph:
         self.output_specs = tuple(output_specs)
         # static outputs: (shape, strides, dtype), allocated without torch.empty's parsing
         self._out_layouts = ([] if shapes is not None else
-                             [(s.shape, contiguous_strides(s.shape), s.dtype)
+                             [(s.shape, make_contiguous_strides_for(s.shape), s.dtype)
                               for s in self.output_specs])
         self._out_dtypes = [s.dtype for s in self.output_specs]
         self._error_code = getattr(kernel, "error_code", None)
@@ -110,7 +103,7 @@ class CompiledGraph:
                 if self.prologue is not None:
                     kernel_args = list(args) + self.prologue.run(args)
                 sizes, shapes = self.shapes.prepare(*kernel_args)
-                outs = [_empty_strided_cpu(shape, contiguous_strides(shape), dtype)
+                outs = [_empty_strided_cpu(shape, make_contiguous_strides_for(shape), dtype)
                         for shape, dtype in zip(shapes, self._out_dtypes)]
             # (the copies live in `ins` until the call returns)
             if self._strides is None:
