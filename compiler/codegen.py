@@ -33,14 +33,17 @@ def preload():
     importer.torch_context  # noqa: B018
 
 
-def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
+def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph", in_place=()):
     """Compile torch-dialect bytecode; return a dict:
-    ok=True: object (bytes), workspace_bytes, stats, error_messages (run-time checks);
+    ok=True: object (bytes), workspace_bytes, stats, error_messages (run-time checks),
+    in_place: the (output, input) pairs of `in_place` whose output may be written into
+    the input's memory (compiler/in_place_outputs.py);
     ok=False: stage ('import' | 'lowerable' | 'pipeline' | 'llvm'), message, ops."""
     from torch_mlir.execution_engine import ExecutionEngine
 
     from ember.compiler import importer
     from ember.compiler.fusion import fuse
+    from ember.compiler.in_place_outputs import in_place_outputs
     from ember.compiler.pipeline import PipelineError
     from ember.targets.cpu import lower_to_llvm, workspace_bytes
     from ember.targets.cpu import aten_math, run_time_checks, runtime_symbols
@@ -62,6 +65,8 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
     try:
         fuse(module, stats)
         _dump(dump_dir, name, "fused", module)
+        with module.context:
+            writable = in_place_outputs(module, [tuple(c) for c in in_place], importer.ENTRY)
         lower_to_llvm(module)
     except PipelineError as exc:
         return {"ok": False, "stage": "pipeline", "message": str(exc)}
@@ -87,4 +92,4 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph"):
     t3 = time.perf_counter()
     stats.update(import_s=t1 - t0, lower_s=t2 - t1, llvm_s=t3 - t2)
     return {"ok": True, "object": obj, "workspace_bytes": scratch, "stats": stats,
-            "error_messages": error_messages}
+            "error_messages": error_messages, "in_place": writable}

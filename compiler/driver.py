@@ -38,9 +38,11 @@ def _output_specs(gm):
     return [TensorSpec.of(importer._val(n)) for n in _output_nodes(gm)]
 
 
-def compile_graph(gm, example_inputs, target="cpu", options=None):
+def compile_graph(gm, example_inputs, target="cpu", options=None, mutated_inputs=()):
     """Return a CompiledGraph for `gm`; raise EmberUnsupportedError naming the op it cannot
-    lower, or EmberCodegenError."""
+    lower, or EmberCodegenError. `mutated_inputs`: (graph output j, input i) pairs where
+    output j is the new value of input i that AOTAutograd copies back; where it is safe
+    the kernel writes it into input i directly (compiler/in_place_outputs.py)."""
     if target != "cpu":
         raise EmberUnsupportedError(f"target '{target}'", detail="only 'cpu' is available")
     if not all(isinstance(t, _INPUT_TYPES) for t in example_inputs):
@@ -51,8 +53,10 @@ def compile_graph(gm, example_inputs, target="cpu", options=None):
     # permuted inputs are read in place (input_layouts.py): their strides are code
     layouts = [tuple(t.stride()) if dense_permutation(t) else None for t in example_inputs]
     key = graph_key(gm, input_specs, target, options or {},
-                    shape_facts(gm) + os.environ.get("EMBER_OPT_LEVEL", "") + repr(layouts))
-    return GLOBAL_CACHE.get_or_build(key, lambda: _build(gm, input_specs))
+                    shape_facts(gm) + os.environ.get("EMBER_OPT_LEVEL", "") + repr(layouts)
+                    + repr(tuple(mutated_inputs)))
+    return GLOBAL_CACHE.get_or_build(key, lambda: _build(gm, input_specs, example_inputs,
+                                                         mutated_inputs))
 
 
 def _opt_level(dynamic):
@@ -63,7 +67,28 @@ def _opt_level(dynamic):
     return int(os.environ.get("EMBER_OPT_LEVEL") or (2 if dynamic else 3))
 
 
-def _build(gm, input_specs):
+def _in_place_candidates(plan, kernel_gm, example_inputs, input_strides, mutated_inputs):
+    """(kernel output k, input i) for each mutated input whose new value is one plain
+    kernel buffer (not a view, not permuted, returned once) with the input's dense layout."""
+    outputs = _output_nodes(kernel_gm)
+    found = []
+    for j, i in mutated_inputs:
+        entry = plan.entries[j] if j < len(plan.entries) else None
+        if entry is None or entry[0] != "kernel" or entry[2]:
+            continue
+        k = entry[1]
+        if plan.permutations[k] is not None or sum(
+                1 for e in plan.entries if e[0] == "kernel" and e[1] == k) != 1:
+            continue
+        x, out = example_inputs[i], importer._val(outputs[k])
+        if (isinstance(x, torch.Tensor) and x.is_contiguous() and not input_strides[i]
+                and isinstance(out, torch.Tensor) and out.dtype == x.dtype
+                and out.shape == x.shape):
+            found.append((k, i))
+    return found
+
+
+def _build(gm, input_specs, example_inputs=(), mutated_inputs=()):
     from ember.targets.cpu.loader import LoadedKernel, UnresolvedSymbolError
 
     plan, kernel_gm = plan_outputs(gm)
@@ -81,8 +106,12 @@ def _build(gm, input_specs):
     torch_ir = importer.import_to_torch_ir(kernel_gm, shapes)
     dump_dir = os.environ.get("EMBER_DUMP_DIR") or None
     _dump_count[0] += 1
+    candidates = (_in_place_candidates(plan, kernel_gm, example_inputs,
+                                       input_strides or [None] * len(kernel_inputs),
+                                       mutated_inputs) if mutated_inputs else [])
     request = {"torch_ir": torch_ir, "dump_dir": dump_dir,
-               "name": f"graph{_dump_count[0]:03d}", "opt_level": _opt_level(shapes is not None)}
+               "name": f"graph{_dump_count[0]:03d}", "opt_level": _opt_level(shapes is not None),
+               "in_place": candidates}
     # A dump asks for the IR of each stage: only a real compile writes it.
     key = request_key(request) if dump_dir is None else None
     reply = OBJECT_CACHE.load(key) if key else None
@@ -122,7 +151,8 @@ def _build(gm, input_specs):
                  stats.get("kernels"), time.perf_counter() - t0, stats.get("import_s", 0),
                  stats.get("lower_s", 0), stats.get("llvm_s", 0))
     return CompiledGraph(kernel, input_specs, output_specs, plan, reply["workspace_bytes"],
-                         shapes=shapes, prologue=prologue, input_strides=input_strides)
+                         shapes=shapes, prologue=prologue, input_strides=input_strides,
+                         in_place=[tuple(c) for c in reply.get("in_place", ())])
 
 
 _INPUT_TYPES = (torch.Tensor, int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)

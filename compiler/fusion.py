@@ -6,7 +6,8 @@ from .pipeline import run_pipeline
 FORM_GROUPS = ["canonicalize", "ember-concat-slices-to-gather", "canonicalize",
                "ember-fold-transpose-into-matmul", "ember-form-fusion-groups"]
 # Long sums are split after fusion, so that the split keeps the fused prologue.
-LOWER_GROUPS = ["ember-lower-fusion-groups", "canonicalize", "ember-split-reductions"]
+LOWER_GROUPS = ["ember-lower-fusion-groups", "ember-merge-elementwise", "canonicalize",
+                "ember-split-reductions"]
 
 
 def count_ops(module, predicate):

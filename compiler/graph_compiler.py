@@ -116,9 +116,10 @@ def _keep_size_arithmetic_compiled(gm, extern):
             del extern[n]
 
 
-def compile_fx_graph(gm, example_inputs, *, target, options, strict):
+def compile_fx_graph(gm, example_inputs, *, target, options, strict, mutated_inputs=()):
     """Return a callable with the graph's semantics; raise in strict mode when an op must
-    run through ATen because ember cannot lower it."""
+    run through ATen because ember cannot lower it. `mutated_inputs`: see
+    driver.compile_graph (used when the graph is one kernel)."""
     if zero_size_tensors(gm):
         log.info("ember: graph with zero-size tensors runs through ATen")
         return gm
@@ -136,7 +137,7 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict):
                 raise err
     if not extern:
         try:
-            return compile_graph(gm, example_inputs, target, options)
+            return compile_graph(gm, example_inputs, target, options, mutated_inputs)
         except Exception as exc:
             if strict:
                 raise

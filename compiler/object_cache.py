@@ -89,10 +89,11 @@ def _host_cpu():
 
 
 def request_key(request):
-    """The cache key of one codegen request (torch IR bytes, opt level)."""
+    """The cache key of one codegen request (torch IR bytes, opt level, in-place
+    candidates)."""
     h = hashlib.sha256(_code_fingerprint().encode())
     h.update(_host_cpu().encode())
-    h.update(repr(request.get("opt_level", 3)).encode())
+    h.update(repr((request.get("opt_level", 3), request.get("in_place", []))).encode())
     h.update(request["torch_ir"])
     return h.hexdigest()
 

@@ -137,7 +137,8 @@ def _serve():
             os.kill(os.getpid(), getattr(signal, job.get("signal", "SIGSEGV")))
         try:
             reply = build_object(job["torch_ir"], opt_level=job.get("opt_level", 3),
-                                 dump_dir=job.get("dump_dir"), name=job.get("name", "graph"))
+                                 dump_dir=job.get("dump_dir"), name=job.get("name", "graph"),
+                                 in_place=job.get("in_place", ()))
         except Exception as exc:  # a bug in a pass: report it, keep serving
             import traceback
             reply = {"ok": False, "stage": "internal",

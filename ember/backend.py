@@ -9,6 +9,8 @@ import functools
 import logging
 import os
 
+import torch
+
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 from torch._functorch.partitioners import min_cut_rematerialization_partition
@@ -77,13 +79,31 @@ def _warn_fallback(exc):
     log.info("ember fallback: %s", exc, exc_info=not isinstance(exc, EmberError))
 
 
-def _compile_or_fallback(gm, example_inputs, *, options):
+def _mutated_inputs():
+    """(graph output j, input i): AOTAutograd's forward / inference graph returns the new
+    value of each input it mutates first, in `mutated_inp_runtime_indices` order, and
+    copies it back itself. Metadata mutations (resize, set_) are left out."""
+    context = torch._guards.TracingContext.try_get()
+    meta = getattr(context, "fw_metadata", None)
+    if meta is None:
+        return ()
+    pairs = []
+    for j, i in enumerate(meta.mutated_inp_runtime_indices):
+        info = meta.input_info[i]
+        if info.mutates_data and not info.mutates_metadata and \
+                not info.mutates_storage_metadata:
+            pairs.append((j, i))
+    return tuple(pairs)
+
+
+def _compile_or_fallback(gm, example_inputs, *, options, forward=False):
     from ember.compiler.graph_compiler import compile_fx_graph
 
     strict = _strict(options)
     try:
         compiled = compile_fx_graph(gm, example_inputs, target=options.get("target", "cpu"),
-                                    options=options, strict=strict)
+                                    options=options, strict=strict,
+                                    mutated_inputs=_mutated_inputs() if forward else ())
     except Exception as exc:
         if strict:
             raise strict_error(exc) from exc
@@ -96,10 +116,12 @@ def _compile_or_fallback(gm, example_inputs, *, options):
 def make_backend(options=None):
     options = validate_options(options)
     compiler = functools.partial(_compile_or_fallback, options=options)
+    # Only forward / inference graphs return mutated inputs' new values (see above).
+    forward_compiler = functools.partial(_compile_or_fallback, options=options, forward=True)
     # Inductor's partitioner: the backward recomputes cheap pointwise ops from what the
     # forward saves (a min cut of the joint graph) instead of saving every intermediate.
-    inner = aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
-                         inference_compiler=compiler, decompositions=decomposition_table(),
+    inner = aot_autograd(fw_compiler=forward_compiler, bw_compiler=compiler,
+                         inference_compiler=forward_compiler, decompositions=decomposition_table(),
                          partition_fn=min_cut_rematerialization_partition)
 
     def ember(gm, example_inputs, **kwargs):

@@ -59,7 +59,7 @@ class CompiledGraph:
     each call evaluates the size arguments and the output shapes from the inputs."""
 
     def __init__(self, kernel, input_specs, output_specs, plan, workspace_bytes=0,
-                 shapes=None, prologue=None, input_strides=()):
+                 shapes=None, prologue=None, input_strides=(), in_place=()):
         self.kernel = kernel            # keeps the loaded code alive
         self._fn = kernel.fn if kernel is not None else None
         self.shapes = shapes
@@ -82,6 +82,18 @@ class CompiledGraph:
         # per input: the strides the code reads it with (a permuted dense layout, see
         # compiler/input_layouts.py), or None for contiguous
         self._strides = list(input_strides) if any(input_strides) else None
+        # (output k, input i): the kernel may write output k into input i's memory (the
+        # new value of a mutated input, compiler/in_place_outputs.py)
+        self._in_place = dict(in_place)
+
+    def _write_in_place(self, args, outs):
+        for k, i in self._in_place.items():
+            x = args[i]
+            if x.is_contiguous():
+                outs[k] = x
+            elif outs[k] is None:  # the kernel reads a contiguous copy: a fresh buffer
+                shape, strides, dtype = self._out_layouts[k]
+                outs[k] = _empty_strided_cpu(shape, strides, dtype)
 
     def _raise_failed_check(self):
         code, self._error_code.value = self._error_code.value, 0
@@ -97,14 +109,16 @@ class CompiledGraph:
             kernel_args = args
             if self.shapes is None:
                 sizes = ()
-                outs = [_empty_strided_cpu(shape, strides, dtype)
-                        for shape, strides, dtype in self._out_layouts]
+                outs = [_empty_strided_cpu(shape, strides, dtype) if k not in self._in_place
+                        else None for k, (shape, strides, dtype) in enumerate(self._out_layouts)]
             else:
                 if self.prologue is not None:
                     kernel_args = list(args) + self.prologue.run(args)
                 sizes, shapes = self.shapes.prepare(*kernel_args)
                 outs = [_empty_strided_cpu(shape, make_contiguous_strides_for(shape), dtype)
                         for shape, dtype in zip(shapes, self._out_dtypes)]
+            if self._in_place:
+                self._write_in_place(args, outs)
             # (the copies live in `ins` until the call returns)
             if self._strides is None:
                 ins = [a.contiguous() if isinstance(a, torch.Tensor) and not a.is_contiguous()

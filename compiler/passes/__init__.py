@@ -1,6 +1,6 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
 from . import (concat_of_slices, fold_transpose_into_matmul, form_fusion_groups, generalize_data_movement,
-               inline_fusion_groups, lower_tm_tensor, scalar_library, shape_exact_reshapes,
+               inline_fusion_groups, lower_tm_tensor, merge_elementwise, scalar_library, shape_exact_reshapes,
                shape_import, shape_resolve_dims, split_reductions, stable_sort)
 
 # name -> callable(op, pass) run on the top-level module.
@@ -19,6 +19,7 @@ PYTHON_PASSES = {
     shape_resolve_dims.PASS_NAME: shape_resolve_dims.shape_resolve_dims,
     shape_exact_reshapes.PASS_NAME: shape_exact_reshapes.shape_exact_reshapes,
     concat_of_slices.PASS_NAME: concat_of_slices.concat_slices_to_gather,
+    merge_elementwise.PASS_NAME: merge_elementwise.merge_elementwise,
 }
 
 # name -> list of pipeline elements; lets one name stand for a short sequence.
@@ -53,6 +54,8 @@ PASS_DESCRIPTIONS = {
                                     "tensor.expand_shape/collapse_shape",
     concat_of_slices.PASS_NAME: "concat of equally shaped slices of one tensor -> one "
                                 "gather loop nest",
+    merge_elementwise.PASS_NAME: "elementwise generics over one iteration space -> one "
+                                 "multi-result generic (multi-use producers, siblings)",
 }
 
 
