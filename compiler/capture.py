@@ -9,7 +9,9 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table as _torch_m
 
 from .attention_decompositions import ATTENTION_DECOMPOSITIONS
 from .batch_norm_decomposition import make_batch_norm_decompositions
-from .conv_decomposition import convolution, convolution_backward
+from .conv_decomposition import (convolution, convolution_backward,
+                                 convolution_backward_unless_aten_is_faster,
+                                 convolution_unless_aten_is_faster)
 from .cumulative_extrema import CUMULATIVE_EXTREMA
 from .nan_decompositions import NAN_DECOMPOSITIONS
 from .special_decompositions import SPECIAL_DECOMPOSITIONS
@@ -171,14 +173,22 @@ def _std_mean(x, dim=None, *, correction=None, keepdim=False):
     return torch.sqrt(var), mean
 
 
-def decomposition_table():
+def decomposition_table(conv="ember"):
+    """AOTAutograd's decompositions. conv="aten": convolutions that im2col would make
+    costly (overlapping windows, groups) stay `aten.convolution` / `convolution_backward`
+    and run through ATen (oneDNN), which extern_ops.classify then sends there; "ember":
+    every 2-D convolution it can decomposes into GEMMs (conv_decomposition.py)."""
     table = dict(_torch_mlir_table())
     table.update(get_decompositions(_EXTRA))
     for op in _KEEP + _CALLED:
         for overload in op.overloads():
             table.pop(getattr(op, overload), None)
-    table[aten.convolution.default] = convolution
-    table[aten.convolution_backward.default] = convolution_backward
+    if conv == "aten":
+        table[aten.convolution.default] = convolution_unless_aten_is_faster
+        table[aten.convolution_backward.default] = convolution_backward_unless_aten_is_faster
+    else:
+        table[aten.convolution.default] = convolution
+        table[aten.convolution_backward.default] = convolution_backward
     table.update(NAN_DECOMPOSITIONS)
     table.update(CUMULATIVE_EXTREMA)
     table.update(SPECIAL_DECOMPOSITIONS)

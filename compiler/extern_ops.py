@@ -88,8 +88,13 @@ def _nonzero_scalar_divisor(node):
     return isinstance(divisor, (int, float)) and not isinstance(divisor, bool) and divisor != 0
 
 
-def classify(node):
-    """None if ember compiles `node`; else ('design' | 'unsupported', reason)."""
+_CONVOLUTIONS = (torch.ops.aten.convolution.default, torch.ops.aten.convolution_backward.default)
+
+
+def classify(node, conv="ember"):
+    """None if ember compiles `node`; else ('design' | 'unsupported', reason). With
+    conv="aten", convolutions left by the decompositions (all but depthwise) run through
+    ATen."""
     if node.op != "call_function":
         return None
     if node.target is operator.getitem:
@@ -107,6 +112,9 @@ def classify(node):
     if (name in _INT_DIVISION and any(not t.dtype.is_floating_point for t in outs + ins)
             and not _nonzero_scalar_divisor(node)):
         return ("design", "integer division raises ZeroDivisionError on zero, as in eager")
+    if conv == "aten" and node.target in _CONVOLUTIONS:
+        return ("design", "ATen's convolution (oneDNN) beats im2col GEMMs "
+                "(options={'conv': 'ember'} compiles it)")
     if _long_topk(node):
         return ("design", "ATen's partial selection beats a full sort on a long dim")
     if name in KNOWN_UNSUPPORTED:
@@ -119,7 +127,7 @@ def classify(node):
     return None
 
 
-def extern_nodes(gm):
+def extern_nodes(gm, conv="ember"):
     """{node: (kind, reason)} for every node that runs through ATen by the static rules."""
     out = {}
     for node in gm.graph.nodes:
@@ -129,7 +137,7 @@ def extern_nodes(gm):
             if node.args[0] in out:
                 out[node] = out[node.args[0]]
             continue
-        why = classify(node)
+        why = classify(node, conv)
         if why is not None:
             out[node] = why
     return out

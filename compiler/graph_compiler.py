@@ -128,7 +128,7 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict, mutated_inp
         low_precision.upcast(gm)
     zero_dim.lift_zero_dim(gm)
     extern = {}  # node -> (kind, reason)
-    for node, (kind, reason) in extern_ops.extern_nodes(gm).items():
+    for node, (kind, reason) in extern_ops.extern_nodes(gm, options.get("conv", "aten")).items():
         extern[node] = (kind, _describe_node_error(node, reason))
     _keep_size_arithmetic_compiled(gm, extern)
     for node, (kind, err) in extern.items():

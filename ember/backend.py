@@ -21,8 +21,9 @@ from ember.compiler.diagnostics import warn_once
 from ember.errors import EmberError, EmberUnsupportedError
 
 log = logging.getLogger("ember")
-_OPTION_TYPES = {"fallback": bool, "target": str}
+_OPTION_TYPES = {"fallback": bool, "target": str, "conv": str}
 _TARGETS = ("cpu", "cuda", "rocm")
+_CONV_CHOICES = ("aten", "ember")
 
 
 def _strict(options):
@@ -40,6 +41,8 @@ def validate_options(options):
         if name in options and not isinstance(options[name], kind):
             raise TypeError(f"ember: option {name!r} must be a {kind.__name__}, "
                             f"got {options[name]!r}")
+    if options.get("conv", "aten") not in _CONV_CHOICES:
+        raise ValueError(f"ember: unknown conv {options['conv']!r}; known: {list(_CONV_CHOICES)}")
     if options.get("target", "cpu") not in _TARGETS:
         raise ValueError(f"ember: unknown target {options['target']!r}; known: {list(_TARGETS)}")
     return options
@@ -121,7 +124,7 @@ def make_backend(options=None):
     # Inductor's partitioner: the backward recomputes cheap pointwise ops from what the
     # forward saves (a min cut of the joint graph) instead of saving every intermediate.
     inner = aot_autograd(fw_compiler=forward_compiler, bw_compiler=compiler,
-                         inference_compiler=forward_compiler, decompositions=decomposition_table(),
+                         inference_compiler=forward_compiler, decompositions=decomposition_table(conv=options.get("conv", "aten")),
                          partition_fn=min_cut_rematerialization_partition)
 
     def ember(gm, example_inputs, **kwargs):
