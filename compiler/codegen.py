@@ -66,7 +66,7 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph", in_place
         fuse(module, stats)
         _dump(dump_dir, name, "fused", module)
         with module.context:
-            writable = in_place_outputs(module, [tuple(c) for c in in_place], importer.ENTRY)
+            writable = in_place_outputs(module, in_place, importer.ENTRY)
         lower_to_llvm(module)
     except PipelineError as exc:
         return {"ok": False, "stage": "pipeline", "message": str(exc)}

@@ -152,7 +152,7 @@ def _build(gm, input_specs, example_inputs=(), mutated_inputs=()):
                  stats.get("lower_s", 0), stats.get("llvm_s", 0))
     return CompiledGraph(kernel, input_specs, output_specs, plan, reply["workspace_bytes"],
                          shapes=shapes, prologue=prologue, input_strides=input_strides,
-                         in_place=[tuple(c) for c in reply.get("in_place", ())])
+                         in_place=reply.get("in_place", ()))
 
 
 _INPUT_TYPES = (torch.Tensor, int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)

@@ -93,8 +93,8 @@ _CONVOLUTIONS = (torch.ops.aten.convolution.default, torch.ops.aten.convolution_
 
 def classify(node, conv="ember"):
     """None if ember compiles `node`; else ('design' | 'unsupported', reason). With
-    conv="aten", convolutions left by the decompositions (all but depthwise) run through
-    ATen."""
+    conv="aten", the convolutions the decompositions left (see
+    conv_decomposition._cheap_in_ember) run through ATen."""
     if node.op != "call_function":
         return None
     if node.target is operator.getitem:

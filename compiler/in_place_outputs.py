@@ -22,41 +22,32 @@ a reshape of G's result (its buffer is not the one G writes).
 from torch_mlir import ir
 
 from .ir_walk import collect, defining_op, named, symbol_name
+from .passes.linalg_queries import indexing_maps, is_identity_map, is_reduction_generic, num_inputs
 
 # Ops that read no element data of a tensor operand.
 _METADATA_ONLY = ("tensor.dim",)
-
-
-def _is_identity(attr):
-    m = ir.AffineMapAttr(attr).value
-    return m.is_permutation and str(m) == str(ir.AffineMap.get_identity(m.n_dims))
 
 
 def _writer(value):
     """(G, result index) when `value` is written by an all-parallel generic through an
     identity map, else None."""
     g = defining_op(value)
-    if g is None or g.name != "linalg.generic":
-        return None
-    if "reduction" in str(g.attributes["iterator_types"]):
+    if g is None or g.name != "linalg.generic" or is_reduction_generic(g):
         return None
     k = value.result_number
-    maps = list(ir.ArrayAttr(g.attributes["indexing_maps"]))
-    n_in = len(g.operands) - len(g.results)
-    return (g, k) if _is_identity(maps[n_in + k]) else None
+    return (g, k) if is_identity_map(indexing_maps(g)[num_inputs(g) + k]) else None
 
 
 def _reads_before_or_in_place(value, g, block):
     """Every read of `value` (through view-like ops) is in an op before g, or in g at the
     same element."""
-    n_in = len(g.operands) - len(g.results)
-    maps = list(ir.ArrayAttr(g.attributes["indexing_maps"]))
+    n_in, maps = num_inputs(g), indexing_maps(g)
     for use in value.uses:
         user = use.owner.operation
         if user.name in _METADATA_ONLY:
             continue
         if user == g:
-            if use.operand_number >= n_in or not _is_identity(maps[use.operand_number]):
+            if use.operand_number >= n_in or not is_identity_map(maps[use.operand_number]):
                 return False
             continue
         if user.block != block or not user.is_before_in_block(g):
@@ -87,7 +78,9 @@ def in_place_outputs(module, candidates, entry_name):
         value, arg = returned[k], block.arguments[i]
         if not isinstance(arg.type, ir.RankedTensorType):
             continue
-        if value.type != arg.type or not ir.RankedTensorType(arg.type).has_static_shape or sum(1 for v in returned if v == value) != 1:
+        if value.type != arg.type or not ir.RankedTensorType(arg.type).has_static_shape:
+            continue
+        if sum(1 for v in returned if v == value) != 1:
             continue
         found = _writer(value)
         if found is not None and _reads_before_or_in_place(arg, found[0], block):

@@ -1,6 +1,8 @@
 """Small questions about linalg ops that the fusion passes ask."""
 import enum
 
+from torch_mlir import ir
+
 
 class OpClass(enum.Enum):
     ELEMENTWISE = "elementwise"  # all-parallel linalg op: fusable both ways
@@ -18,6 +20,20 @@ _ELEMENTWISE_NAMED = ("linalg.transpose", "linalg.broadcast", "linalg.map", "lin
 
 def iterator_types(op):
     return str(op.attributes["iterator_types"]) if "iterator_types" in op.attributes else ""
+
+
+def indexing_maps(op):
+    """The op's indexing maps (ir.AffineMap), inputs first, then outputs."""
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def num_inputs(op) -> int:
+    """Input operands of a linalg op on tensors (one output operand per result)."""
+    return len(op.operands) - len(op.results)
+
+
+def is_identity_map(m) -> bool:
+    return m == ir.AffineMap.get_identity(m.n_dims)
 
 
 def is_reduction_generic(op) -> bool:

@@ -17,14 +17,18 @@ It merges
     the producer's result as an extra output only while something else still reads it;
   * siblings: two generics reading one whole tensor, so it is read once;
   * tiny generics (0-d step counters of an optimizer, ...) with each other.
-The merged op sits where the later of the two was; a merge is made only where no other
-use of the earlier op's results lies between the two (so no use comes before its
-definition and no cycle forms).
+The merged op sits where the later of the two was when no other use of the earlier op's
+results lies between them, else where the earlier one was when everything the later one
+reads is defined by then; otherwise they stay apart (no use before its definition, no
+cycle).
 """
+import math
+
 from torch_mlir import ir
 from torch_mlir.dialects import linalg, tensor
 
 from ember.compiler.ir_walk import collect, defining_op, named
+from .linalg_queries import indexing_maps, is_identity_map, is_reduction_generic, num_inputs
 
 PASS_NAME = "ember-merge-elementwise"
 _UNMERGEABLE = "ember.unmergeable"
@@ -39,40 +43,23 @@ MAX_OPERANDS = 12
 MAX_TINY_OPERANDS = 256
 
 
-def _maps(op):
-    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-
-
-def _n_inputs(op):
-    return len(op.operands) - len(op.results)
-
-
 def _space(op):
     """The iteration space (static loop sizes) of a mergeable generic, or None."""
-    if op.name != "linalg.generic" or not op.results:
+    if op.name != "linalg.generic" or not op.results or is_reduction_generic(op):
         return None
-    if "reduction" in str(op.attributes["iterator_types"]):
-        return None
-    maps = _maps(op)
-    n_in = _n_inputs(op)
+    maps = indexing_maps(op)
+    n_in = num_inputs(op)
     shapes = set()
     for value, m in zip(list(op.operands)[n_in:], maps[n_in:]):
-        if not isinstance(value.type, ir.RankedTensorType) or not m.is_permutation:
+        if not isinstance(value.type, ir.RankedTensorType) or not is_identity_map(m):
             return None
         t = ir.RankedTensorType(value.type)
-        if not t.has_static_shape or str(m) != str(ir.AffineMap.get_identity(t.rank)):
+        if not t.has_static_shape:
             return None
         shapes.add(tuple(t.shape))
     if len(shapes) != 1 or _UNMERGEABLE in op.attributes:
         return None
     return shapes.pop()
-
-
-def _numel(space):
-    n = 1
-    for s in space:
-        n *= s
-    return n
 
 
 def _ancestor_in(block, op):
@@ -88,14 +75,14 @@ def _can_merge(a, b, max_operands):
     block = b.block
     if a.block != block or not a.is_before_in_block(b):
         return None
-    n_in_b = _n_inputs(b)
-    maps_b = _maps(b)
+    n_in_b = num_inputs(b)
+    maps_b = indexing_maps(b)
     a_results = list(a.results)
     internal = sum(1 for v in b.operands if v in a_results)
     if len(a.operands) + len(b.operands) - internal > max_operands:
         return None
     for i, v in enumerate(b.operands):
-        if v in a_results and (i >= n_in_b or not _is_identity(maps_b[i])):
+        if v in a_results and (i >= n_in_b or not is_identity_map(maps_b[i])):
             return None  # b reads a elsewhere than element for element, or writes into it
     if all(_after(b, use.owner.operation) for r in a_results for use in r.uses):
         return "down"
@@ -142,10 +129,6 @@ def _defined_before(value, a):
     return top is None or top.is_before_in_block(a)
 
 
-def _is_identity(m):
-    return m.is_permutation and str(m) == str(ir.AffineMap.get_identity(m.n_dims))
-
-
 def _used_elsewhere(result, b):
     return any(use.owner.operation != b for use in result.uses)
 
@@ -153,8 +136,8 @@ def _used_elsewhere(result, b):
 def _merge(a, b, where):
     """Replace a and b by one generic at b ("down") or at a ("up"); return it."""
     body_a, body_b = a.regions[0].blocks[0], b.regions[0].blocks[0]
-    n_in_a, n_in_b = _n_inputs(a), _n_inputs(b)
-    maps_a, maps_b = _maps(a), _maps(b)
+    n_in_a, n_in_b = num_inputs(a), num_inputs(b)
+    maps_a, maps_b = indexing_maps(a), indexing_maps(b)
     a_results = list(a.results)
     # A producer output read only by b is not stored, unless a's body reads its init.
     keep_a = [k for k, r in enumerate(a_results)
@@ -163,7 +146,7 @@ def _merge(a, b, where):
 
     def input_slot(value, m, elem_type):
         for k, (v, mk) in enumerate(zip(ins, in_maps)):
-            if v == value and str(mk) == str(m):
+            if v == value and mk == m:
                 return k
         ins.append(value)
         in_maps.append(m)
@@ -231,19 +214,19 @@ def _move_body(source, new_args):
 def _partners(b, space, tiny_last):
     """Earlier generics b may merge with, most profitable first."""
     found = []
-    n_in = _n_inputs(b)
+    n_in = num_inputs(b)
     for v in list(b.operands)[:n_in]:  # producers
         d = defining_op(v)
         if d is not None and d not in found:
             found.append(d)
     for v in list(b.operands)[:n_in]:  # siblings reading the same whole tensor
-        if not isinstance(v.type, ir.RankedTensorType) or _numel(ir.RankedTensorType(v.type).shape) < 2:
+        if not isinstance(v.type, ir.RankedTensorType) or math.prod(ir.RankedTensorType(v.type).shape) < 2:
             continue
         for use in v.uses:
             user = use.owner.operation
             if user != b and user not in found:
                 found.append(user)
-    if _numel(space) <= TINY_ITERATIONS and tiny_last.get(space) is not None:
+    if math.prod(space) <= TINY_ITERATIONS and tiny_last.get(space) is not None:
         found.append(tiny_last[space])
     return found
 
@@ -262,7 +245,7 @@ def merge_elementwise(module_op, pass_=None):
             space = _space(op)
             if space is None:
                 continue
-            limit = MAX_OPERANDS if _numel(space) > TINY_ITERATIONS else MAX_TINY_OPERANDS
+            limit = MAX_OPERANDS if math.prod(space) > TINY_ITERATIONS else MAX_TINY_OPERANDS
             merged = True
             while merged:
                 merged = False
@@ -274,7 +257,7 @@ def merge_elementwise(module_op, pass_=None):
                         op = _merge(a, op, where)
                         merged = True
                         break
-            if _numel(space) <= TINY_ITERATIONS:
+            if math.prod(space) <= TINY_ITERATIONS:
                 tiny_last[space] = op
         for op in collect(f, lambda o: _UNMERGEABLE in o.attributes):
             del op.attributes[_UNMERGEABLE]

@@ -28,6 +28,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
 from ember.compiler.ir_walk import collect, named
+from .linalg_queries import indexing_maps
 
 PASS_NAME = "ember-split-reductions"
 MIN_LENGTH = 1 << 13
@@ -36,10 +37,6 @@ BLOCKS = (512, 256, 128, 64)
 
 def _iterator_names(op):
     return [str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-
-
-def _maps(op):
-    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
 
 
 def _combiner_input(op):
@@ -163,7 +160,7 @@ def _split_one(op):
         return None
     if _combiner_input(op) is None:
         return None
-    maps = _maps(op)
+    maps = indexing_maps(op)
     for m in maps[:-1]:
         results = _map_results(m)
         uses = [e for e in results if re.search(rf"\bd{r}\b", e)]
@@ -209,7 +206,7 @@ def _split_one(op):
 def _static_loop_ranges(op):
     """Loop sizes from the operand shapes (the first operand dim each loop dim indexes
     directly), or None when some size is not static."""
-    maps = _maps(op)
+    maps = indexing_maps(op)
     n_dims = len(_iterator_names(op))
     ranges = [None] * n_dims
     for value, m in zip(op.operands, maps):
