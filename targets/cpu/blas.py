@@ -5,20 +5,25 @@ Like TorchInductor's extern kernels: GEMM is the one op where a tuned library be
 loop nest we could emit, and the epilogue kernel next to it is still ours. A matmul whose
 operands are not unit-stride in their last dimension is left to the loop lowering.
 
-The call goes through `@ember_sgemm`, a helper added to the module once: it loops over the
-batch and calls the column-major Fortran routine with row-major operands swapped
-(C^T = B^T A^T), so no copy is needed.
+The call goes through `@ember_sgemm`, a helper added to the module once: it calls the
+column-major Fortran routine with row-major operands swapped (C^T = B^T A^T), so no copy
+is needed; a batch goes to MKL's `sgemm_batch_` as arrays of pointers.
 """
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
 
 from ember.compiler.ir_walk import collect, constant_attr, has_symbol, named
-from .runtime_symbols import BLAS_SYMBOL, address
+from .runtime_symbols import BATCH_SYMBOL, BLAS_SYMBOL, address
 
 PASS_NAME = "ember-matmul-to-blas"
 HELPER = "ember_sgemm"
 
-_HELPER_IR = """
+# The helper's body: one `sgemm_` per batch element, or where MKL's `sgemm_batch_` is
+# there, batches of up to _CHUNK elements in one call (one group: same sizes and
+# transposes), which MKL spreads over its threads by element, as ATen's bmm does: the
+# loop of small GEMMs each split over the threads ran attention's bmm at 0.74x eager.
+_CHUNK = 256
+_HELPER_HEAD = """
 llvm.func @sgemm_(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr,
                   !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 func.func private @ember_sgemm(%batch: index, %m: index, %n: index, %k: index,
@@ -56,7 +61,9 @@ func.func private @ember_sgemm(%batch: index, %m: index, %n: index, %k: index,
   llvm.store %beta, %p_beta : f32, !llvm.ptr
   llvm.store %ta, %p_ta : i8, !llvm.ptr
   llvm.store %tb, %p_tb : i8, !llvm.ptr
-  scf.for %b = %c0 to %batch step %c1 {
+"""
+# The operands of batch element %b (A, B, C as pointers %A, %B, %C).
+_ELEMENT_POINTERS = """
     %ea = arith.muli %b, %sa : index
     %eb = arith.muli %b, %sb : index
     %ec = arith.muli %b, %sc : index
@@ -72,14 +79,54 @@ func.func private @ember_sgemm(%batch: index, %m: index, %n: index, %k: index,
     %A = llvm.inttoptr %ia : i64 to !llvm.ptr
     %B = llvm.inttoptr %ib : i64 to !llvm.ptr
     %C = llvm.inttoptr %ic : i64 to !llvm.ptr
-    llvm.call @sgemm_(%p_tb, %p_ta, %p_n, %p_m, %p_k, %p_alpha, %B, %p_ldb, %A, %p_lda,
-                      %p_beta, %C, %p_ldc)
-        : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr,
-           !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
-  }
-  return
-}
 """
+_SGEMM_TYPES = ", ".join(["!llvm.ptr"] * 13)
+_LOOP_OF_CALLS = """
+  scf.for %b = %c0 to %batch step %c1 {""" + _ELEMENT_POINTERS + """
+    llvm.call @sgemm_(%p_tb, %p_ta, %p_n, %p_m, %p_k, %p_alpha, %B, %p_ldb, %A, %p_lda,
+                      %p_beta, %C, %p_ldc) : (""" + _SGEMM_TYPES + """) -> ()
+  }
+"""
+_BATCHED_CALLS = """
+  %cap = llvm.mlir.constant(""" + str(_CHUNK) + """ : i32) : i32
+  %chunk = arith.constant """ + str(_CHUNK) + """ : index
+  %arr_a = llvm.alloca %cap x !llvm.ptr : (i32) -> !llvm.ptr
+  %arr_b = llvm.alloca %cap x !llvm.ptr : (i32) -> !llvm.ptr
+  %arr_c = llvm.alloca %cap x !llvm.ptr : (i32) -> !llvm.ptr
+  %p_groups = llvm.alloca %one x i32 : (i32) -> !llvm.ptr
+  %p_size = llvm.alloca %one x i32 : (i32) -> !llvm.ptr
+  llvm.store %one, %p_groups : i32, !llvm.ptr
+  %batched = arith.cmpi sgt, %batch, %c1 : index
+  scf.if %batched {
+    scf.for %start = %c0 to %batch step %chunk {
+      %rest = arith.subi %batch, %start : index
+      %count = arith.minsi %rest, %chunk : index
+      scf.for %j = %c0 to %count step %c1 {
+        %b = arith.addi %start, %j : index""" + _ELEMENT_POINTERS + """
+        %j64 = arith.index_cast %j : index to i64
+        %slot_a = llvm.getelementptr %arr_a[%j64] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.ptr
+        %slot_b = llvm.getelementptr %arr_b[%j64] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.ptr
+        %slot_c = llvm.getelementptr %arr_c[%j64] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.ptr
+        llvm.store %A, %slot_a : !llvm.ptr, !llvm.ptr
+        llvm.store %B, %slot_b : !llvm.ptr, !llvm.ptr
+        llvm.store %C, %slot_c : !llvm.ptr, !llvm.ptr
+      }
+      %count32 = arith.index_cast %count : index to i32
+      llvm.store %count32, %p_size : i32, !llvm.ptr
+      llvm.call @sgemm_batch_(%p_tb, %p_ta, %p_n, %p_m, %p_k, %p_alpha, %arr_b, %p_ldb,
+                              %arr_a, %p_lda, %p_beta, %arr_c, %p_ldc, %p_groups, %p_size)
+          : (""" + ", ".join(["!llvm.ptr"] * 15) + """) -> ()
+    }
+  } else {""" + _LOOP_OF_CALLS.replace("\n  }\n", "\n  }") + """
+  }
+"""
+
+
+def _helper_ir(batched):
+    declare = ("llvm.func @sgemm_batch_(" + ", ".join(["!llvm.ptr"] * 15) + ")\n"
+               if batched else "")
+    body = _BATCHED_CALLS if batched else _LOOP_OF_CALLS
+    return declare + _HELPER_HEAD + body + "  return\n}\n"
 
 _NO_TRANS, _TRANS = ord("N"), ord("T")
 
@@ -152,7 +199,8 @@ def _ensure_helper(module_op):
     if has_symbol(module_op, HELPER):
         return
     body = module_op.regions[0].blocks[0]
-    helper = ir.Module.parse(_HELPER_IR, module_op.context)
+    helper = ir.Module.parse(_helper_ir(address(BATCH_SYMBOL) is not None),
+                            module_op.context)
     first = list(body.operations)[0].operation
     for o in list(helper.body.operations):
         o.operation.move_before(first)

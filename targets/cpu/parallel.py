@@ -4,9 +4,10 @@ Two passes, one on each side of the LLVM conversion:
 
 - `ember-outline-parallel-loops` (memrefs + scf): each top-level `scf.parallel` of the
   entry function with enough work moves into its own function
-  `@ember_par_N(%tid: i32, %nthreads: i32, buffers...)`, which runs the slice of the
-  outermost dimension that belongs to thread `tid`. In its place the entry function calls
-  `@ember_par_N_launch(buffers...)`, declared only.
+  `@ember_par_N(%tid: i32, %nthreads: i32, buffers...)`, which runs the slice of one
+  dimension (the first with 16+ iterations, `split_dimension`) that belongs to thread
+  `tid`. In its place the entry function calls `@ember_par_N_launch(buffers...)`,
+  declared only.
 - `ember-emit-parallel-launchers` (LLVM dialect, bare pointers): defines each launcher:
   pack the buffer pointers, `GOMP_parallel(@ember_par_N_omp, pack, 0, 0)`; the
   trampoline `@ember_par_N_omp` unpacks them and calls the kernel with its thread number.
@@ -44,6 +45,11 @@ _RECREATED = ("arith.constant", "memref.get_global", "memref.subview", "memref.e
               "arith.maxsi", "affine.apply", "affine.min", "affine.max", "memref.dim",
               "arith.select", "arith.cmpi", "arith.extui", "arith.trunci")
 
+# The dimension dealt to the threads is the first one this long (a batch of 1 or 4 heads
+# would leave threads idle), else the longest: at batch 1 every loop nest over
+# (1, 128, 256) ran on one thread while the others spun.
+SPLIT_TRIP = 16
+
 # A dynamic trip count is not known at compile time; loops over dynamic sizes are
 # assumed this long when deciding whether a loop nest has enough work for threads.
 DYNAMIC_TRIP_GUESS = 64
@@ -71,6 +77,14 @@ def _trip_counts(loop, dynamic=None):
             return None
         counts.append(max(0, -(-(ub - lb) // step)))
     return counts
+
+
+def split_dimension(counts):
+    """Index of the loop dimension whose iterations are split across threads."""
+    for d, c in enumerate(counts):
+        if c >= SPLIT_TRIP:
+            return d
+    return max(range(len(counts)), key=lambda d: counts[d])
 
 
 def _work(loop):
@@ -151,7 +165,7 @@ class _Outline:
         return False  # e.g. a scalar computed at run time: keep the loop serial
 
 
-def _outline(entry, loop, plan, name):
+def _outline(entry, loop, plan, name, d):
     i32, index = ir.IntegerType.get_signless(32), ir.IndexType.get()
     arg_types = [i32, i32] + [v.type for v in plan.args]
     with ir.InsertionPoint(entry):
@@ -160,10 +174,10 @@ def _outline(entry, loop, plan, name):
     block = kernel.add_entry_block()
     mapping = {v: block.arguments[2 + i] for i, v in enumerate(plan.args)}
     with ir.InsertionPoint(block):
-        # Thread `tid` of `nt` runs iterations [tid*trip/nt, (tid+1)*trip/nt) of dim 0.
+        # Thread `tid` of `nt` runs iterations [tid*trip/nt, (tid+1)*trip/nt) of dim d.
         ops = list(loop.operands)
         n = len(loop.regions[0].blocks[0].arguments)
-        lb, step = _const_index(ops[0]), _const_index(ops[2 * n])
+        lb, step = _const_index(ops[d]), _const_index(ops[2 * n + d])
         for o in plan.recreate:
             clone = o.clone()
             for i, v in enumerate(clone.operands):
@@ -175,9 +189,9 @@ def _outline(entry, loop, plan, name):
         tid = arith.index_cast(index, block.arguments[0])
         nt = arith.index_cast(index, block.arguments[1])
         if trip is not None:
-            c_trip = arith.constant(index, trip[0])
+            c_trip = arith.constant(index, trip[d])
         else:  # run-time bound: ceil((ub - lb) / step)
-            ub = mapping.get(ops[n], ops[n])
+            ub = mapping.get(ops[n + d], ops[n + d])
             span = arith.subi(ub, arith.constant(index, lb))
             c_trip = arith.ceildivui(span, arith.constant(index, step))
 
@@ -193,8 +207,8 @@ def _outline(entry, loop, plan, name):
     with ir.InsertionPoint(loop):
         call = func.CallOp([], ir.FlatSymbolRefAttr.get(name + LAUNCH_SUFFIX), list(plan.args))
     loop.move_before(ret)
-    loop.operands[0] = lo
-    loop.operands[n] = hi
+    loop.operands[d] = lo
+    loop.operands[n + d] = hi
 
     def remap(o):
         for i, v in enumerate(o.operands):
@@ -299,14 +313,17 @@ def outline_parallel_loops(module_op, pass_=None):
         loops = [o.operation for o in body.operations if o.operation.name == "scf.parallel"]
         for loop in loops:
             counts = _trip_counts(loop, DYNAMIC_TRIP_GUESS)
-            if not counts or counts[0] < 2 or len(loop.results) or _work(loop) < MIN_PARALLEL_WORK:
+            if not counts or len(loop.results) or _work(loop) < MIN_PARALLEL_WORK:
+                continue
+            d = split_dimension(counts)
+            if counts[d] < 2:
                 continue
             plan = _Outline(loop)
             if not plan.ok:
                 continue
             name = f"{KERNEL_PREFIX}{count}"
             with loop.location:
-                outlined = _outline(entry, loop, plan, name)
+                outlined = _outline(entry, loop, plan, name, d)
             if distinct.add(*outlined, name):
                 count += 1
 

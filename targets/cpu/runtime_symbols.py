@@ -5,8 +5,9 @@ import ctypes
 import os
 
 BLAS_SYMBOL = "sgemm_"
+BATCH_SYMBOL = "sgemm_batch_"  # MKL only; batched matmuls loop over sgemm_ without it
 OPENMP_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
-_PROVIDERS = {BLAS_SYMBOL: "libtorch_cpu.so", **{s: "libgomp.so.1" for s in OPENMP_SYMBOLS}}
+_PROVIDERS = {BLAS_SYMBOL: "libtorch_cpu.so", BATCH_SYMBOL: "libtorch_cpu.so", **{s: "libgomp.so.1" for s in OPENMP_SYMBOLS}}
 _libraries = {}
 
 

@@ -1,8 +1,14 @@
 // RUN: ember-opt %s --ember-matmul-to-blas | filecheck %s
 
-// CHECK: llvm.func @sgemm_
+// CHECK: llvm.func @sgemm_batch_
+// CHECK: llvm.func @sgemm_(
 // CHECK: func.func private @ember_sgemm
-// CHECK: llvm.call @sgemm_
+// A batch goes to MKL in chunks of up to 256 pointer triples, one element alone to sgemm_.
+// CHECK: llvm.alloca %{{.*}} x !llvm.ptr
+// CHECK: scf.if
+// CHECK: llvm.call @sgemm_batch_
+// CHECK: } else {
+// CHECK: llvm.call @sgemm_(
 
 // CHECK-LABEL: func.func @mm
 // CHECK-NOT: linalg.matmul

@@ -101,3 +101,21 @@ func.func @layers(%x: memref<1024x64xf32>, %y: memref<1024x64xf32>, %z: memref<1
   }
   return
 }
+
+// -----
+// A leading dim of 1 (batch 1): the threads split dim 1, the first with 16+ iterations;
+// dim 0 keeps its bounds.
+// CHECK-LABEL: func.func private @ember_par_4
+// CHECK: arith.divui
+// CHECK: scf.parallel ({{.*}}) = (%c0, %{{[0-9]+}}, %c0) to (%c1, %{{[0-9]+}}, %c256)
+// CHECK-LABEL: func.func @batch_of_one
+// CHECK: call @ember_par_4_launch
+#m3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @batch_of_one(%x: memref<1x128x256xf32>, %y: memref<1x128x256xf32>) {
+  linalg.generic {indexing_maps = [#m3, #m3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : memref<1x128x256xf32>) outs(%y : memref<1x128x256xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %v = math.exp %i : f32
+    linalg.yield %v : f32
+  }
+  return
+}
