@@ -6,12 +6,10 @@ SIGFPE or a segfault on IR they do not expect. The result is plain data (an ELF 
 a few numbers) that the user's process loads with llvmlite (targets/cpu/loader.py).
 """
 import os
-import tempfile
 import time
 
 from torch_mlir import ir
 
-ENTRY = "forward"
 
 
 def _dump(dump_dir, name, stage, module):
@@ -35,18 +33,17 @@ def preload():
 
 def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph", in_place=()):
     """Compile torch-dialect bytecode; return a dict:
-    ok=True: object (bytes), workspace_bytes, stats, error_messages (run-time checks),
+    ok=True: objects (bytes each, compiled in parallel: object_emission.py), workspace_bytes, stats, error_messages (run-time checks),
     in_place: the (output, input) pairs of `in_place` whose output may be written into
     the input's memory (compiler/in_place_outputs.py);
     ok=False: stage ('import' | 'lowerable' | 'pipeline' | 'llvm'), message, ops."""
-    from torch_mlir.execution_engine import ExecutionEngine
-
     from ember.compiler import importer
     from ember.compiler.fusion import fuse
+    from ember.compiler.object_emission import emit_objects
     from ember.compiler.in_place_outputs import in_place_outputs
     from ember.compiler.pipeline import PipelineError
     from ember.targets.cpu import lower_to_llvm, workspace_bytes
-    from ember.targets.cpu import aten_math, run_time_checks, runtime_symbols
+    from ember.targets.cpu import run_time_checks
 
     stats = {}
     t0 = time.perf_counter()
@@ -75,21 +72,10 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph", in_place
     t2 = time.perf_counter()
     scratch = workspace_bytes(module)
     try:
-        engine = ExecutionEngine(module, opt_level=opt_level, enable_object_dump=True)
-        import ctypes
-        for symbol in runtime_symbols.known_symbols() + aten_math.all_symbols():
-            # Resolved for real when the object is loaded; here only codegen runs.
-            engine.raw_register_runtime(symbol, ctypes.c_void_p(0x1000))
-        if not engine.raw_lookup(ENTRY):
-            return {"ok": False, "stage": "llvm", "message": f"entry '{ENTRY}' not emitted"}
-        with tempfile.TemporaryDirectory(prefix="ember-obj-") as tmp:
-            path = os.path.join(tmp, "kernel.o")
-            engine.dump_to_object_file(path)
-            with open(path, "rb") as f:
-                obj = f.read()
+        objects = emit_objects(module, opt_level)
     except Exception as exc:
         return {"ok": False, "stage": "llvm", "message": str(exc)}
     t3 = time.perf_counter()
     stats.update(import_s=t1 - t0, lower_s=t2 - t1, llvm_s=t3 - t2)
-    return {"ok": True, "object": obj, "workspace_bytes": scratch, "stats": stats,
+    return {"ok": True, "objects": objects, "workspace_bytes": scratch, "stats": stats,
             "error_messages": error_messages, "in_place": writable}

@@ -135,7 +135,7 @@ def _build(gm, input_specs, example_inputs=(), mutated_inputs=()):
     arg_types = [_arg_type(v) for v in kernel_inputs] + ["ptr"] * len(output_specs)
     arg_types += ["i64"] * num_sizes + (["ptr"] if reply["workspace_bytes"] else [])
     try:
-        kernel = LoadedKernel(reply["object"], importer.ENTRY, arg_types,
+        kernel = LoadedKernel(reply["objects"], importer.ENTRY, arg_types,
                               error_messages=reply["error_messages"])
     except UnresolvedSymbolError as exc:
         raise EmberCodegenError(f"ember cannot load this graph's code: {exc}") from None

@@ -87,4 +87,8 @@ def _fma(a, b, c):
 
 
 FOREACH_DECOMPOSITIONS = dict(_foreach_ops())
+# prims.fma is registered by inductor's prims module, which Dynamo usually (not always)
+# has imported by the time a backend runs.
+import torch._inductor.inductor_prims  # noqa: E402,F401
+
 FOREACH_DECOMPOSITIONS[torch.ops.prims.fma.default] = _fma

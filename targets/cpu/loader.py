@@ -41,17 +41,22 @@ class UnresolvedSymbolError(RuntimeError):
     """The object file calls a function this process does not provide."""
 
 
+def _symbols(object_bytes):
+    elf = ELFFile(io.BytesIO(object_bytes))
+    for section in elf.iter_sections():
+        if section.header["sh_type"] == "SHT_SYMTAB":
+            yield from (s for s in section.iter_symbols() if s.name)
+
+
 def undefined_symbols(object_bytes):
     """Names the ELF object refers to but does not define."""
-    elf = ELFFile(io.BytesIO(object_bytes))
-    names = set()
-    for section in elf.iter_sections():
-        if section.header["sh_type"] != "SHT_SYMTAB":
-            continue
-        for symbol in section.iter_symbols():
-            if symbol.name and symbol["st_shndx"] == "SHN_UNDEF":
-                names.add(symbol.name)
-    return names
+    return {s.name for s in _symbols(object_bytes) if s["st_shndx"] == "SHN_UNDEF"}
+
+
+def defined_symbols(object_bytes):
+    """Global names the ELF object defines (what another part of the graph may call)."""
+    return {s.name for s in _symbols(object_bytes)
+            if s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["bind"] != "STB_LOCAL"}
 
 
 _process = ctypes.CDLL(None)  # libc, libm and whatever else the process has loaded
@@ -76,26 +81,18 @@ def _resolve(llvm, name):
 
 def defined_functions(object_bytes):
     """(name, size) of each function the ELF object defines."""
-    elf = ELFFile(io.BytesIO(object_bytes))
-    found = []
-    for section in elf.iter_sections():
-        if section.header["sh_type"] != "SHT_SYMTAB":
-            continue
-        for symbol in section.iter_symbols():
-            if symbol.name and symbol["st_info"]["type"] == "STT_FUNC" \
-                    and symbol["st_shndx"] != "SHN_UNDEF":
-                found.append((symbol.name, symbol["st_size"]))
-    return found
+    return [(s.name, s["st_size"]) for s in _symbols(object_bytes)
+            if s["st_info"]["type"] == "STT_FUNC" and s["st_shndx"] != "SHN_UNDEF"]
 
 
 _perf_map_lock = threading.Lock()
 
 
-def write_perf_map(engine, object_bytes, label):
+def write_perf_map(engine, objects, label):
     """Append the loaded functions to /tmp/perf-<pid>.map, where `perf report` looks for
     JIT symbols (EMBER_PERF_MAP=1): a profile then names ember's kernels, not hex."""
     lines = []
-    for name, size in defined_functions(object_bytes):
+    for name, size in (f for o in objects for f in defined_functions(o)):
         address = engine.get_function_address(name)
         if address:
             lines.append(f"{address:x} {max(size, 1):x} {label}:{name}\n")
@@ -106,9 +103,12 @@ def write_perf_map(engine, object_bytes, label):
 _loaded_count = [0]
 
 
-def check_resolvable(object_bytes):
+def check_resolvable(objects):
+    """Every symbol the objects use and none of them defines is found in this process."""
     llvm = _llvm()
-    missing = sorted(n for n in undefined_symbols(object_bytes) if not _resolve(llvm, n))
+    defined = {name for o in objects for name in defined_symbols(o)}
+    wanted = {name for o in objects for name in undefined_symbols(o)} - defined
+    missing = sorted(n for n in wanted if not _resolve(llvm, n))
     if missing:
         raise UnresolvedSymbolError(
             f"the compiled code needs {', '.join(missing)}, which this process does not provide")
@@ -121,22 +121,24 @@ class LoadedKernel:
     """error_code: the object's run-time check flag (run_time_checks.py) as a ctypes int,
     or None when it has no checks; error_messages[code - 1] says which check failed."""
 
-    def __init__(self, object_bytes, entry, arg_types, error_messages=()):
-        """arg_types: one of 'ptr', 'i64', 'f64', 'i1' per argument of the entry."""
-        check_resolvable(object_bytes)
+    def __init__(self, objects, entry, arg_types, error_messages=()):
+        """objects: the graph's object files (the parts LLVM compiled in parallel, which
+        call each other); arg_types: 'ptr', 'i64', 'f64' or 'i1' per entry argument."""
+        check_resolvable(objects)
         llvm = _llvm()
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _state["tm"])
         # Never closed: tearing an MCJIT engine down (llvmlite's __del__) can segfault,
         # and compiled code may still be referenced by Dynamo's caches.
         _LIVE_ENGINES.append(self._engine)
-        self._engine.add_object_file(llvm.ObjectFileRef.from_data(object_bytes))
+        for object_bytes in objects:
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(object_bytes))
         self._engine.finalize_object()
         address = self._engine.get_function_address(entry)
         if not address:
             raise RuntimeError(f"loader: entry function '{entry}' not found in the object")
         _loaded_count[0] += 1
         if os.environ.get("EMBER_PERF_MAP", "0") not in ("", "0"):
-            write_perf_map(self._engine, object_bytes, f"ember{_loaded_count[0]:03d}")
+            write_perf_map(self._engine, objects, f"ember{_loaded_count[0]:03d}")
         self.num_args = len(arg_types)
         self.error_messages = list(error_messages)
         self.error_code = None

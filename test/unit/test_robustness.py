@@ -445,7 +445,7 @@ def test_object_needing_a_missing_symbol_is_an_error_not_an_abort():
     obj = machine.emit_object(module)
     assert "ember_no_such_function" in loader.undefined_symbols(obj)
     with pytest.raises(loader.UnresolvedSymbolError, match="ember_no_such_function"):
-        loader.LoadedKernel(obj, "forward", [])
+        loader.LoadedKernel([obj], "forward", [])
 
 
 # --- coverage found by the OpInfo sweep: compiled (strict mode), equal to eager ---------------
