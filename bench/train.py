@@ -6,7 +6,8 @@ ember, in one run.
 
 Per model, one process times the three variants in alternating rounds (median step
 time; the machine is shared and noisy) and reports each variant's compile time (its
-first step minus eager's). Then each variant runs alone in a fresh process to measure
+first step minus eager's, with inductor's and ember's caches empty at the start of the
+run). Then each variant runs alone in a fresh process to measure
 its peak memory during steady-state steps: the resident-set high-water mark (VmHWM)
 above the resident set before them, reset through /proc/self/clear_refs (torch's CPU
 allocator keeps no statistics, and tracemalloc does not see it), with glibc told to map
@@ -132,6 +133,10 @@ def main(argv=None):
     if args.memory_child:
         print("MEMORY" + json.dumps(peak_memory_mb(*args.memory_child, args.batch, args.steps)))
         return 0
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        from models import _fresh_caches  # bench/models.py: empty caches for this run
+
+        _fresh_caches()  # compile times are cold for both backends
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch}")
     print(f"{'model':9s} {'eager ms':>9s} {'ind ms':>8s} {'ember ms':>9s} {'eager/ember':>11s} "
           f"{'ind/ember':>9s} {'ind comp s':>10s} {'emb comp s':>10s} "
