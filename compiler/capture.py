@@ -155,6 +155,17 @@ def _empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=No
     return torch.empty(physical, dtype=dtype, device=device).permute(inverse)
 
 
+def _copy_strided(a, stride):
+    """prims.copy_strided (torch's lerp decomposition re-strides its result to eager's):
+    the same values in the dense layout the strides order, from permute + contiguous
+    (torch-mlir has no lowering for the prim)."""
+    physical = sorted(range(a.dim()), key=lambda d: -stride[d])
+    if physical == list(range(a.dim())):
+        return a.clone(memory_format=torch.contiguous_format)
+    inverse = [physical.index(k) for k in range(a.dim())]
+    return a.permute(physical).contiguous().permute(inverse)
+
+
 def _var_mean(x, dim=None, *, correction=None, keepdim=False):
     """(var, mean) from two reductions; torch's decomposition emits prims torch-mlir lacks."""
     dims = list(range(x.dim())) if dim is None or len(dim) == 0 else [d % max(x.dim(), 1) for d in dim]
@@ -204,6 +215,7 @@ def decomposition_table(conv="ember"):
     table[aten.signbit.default] = _signbit
     table[aten.reciprocal.default] = _reciprocal
     table[aten.empty_permuted.default] = _empty_permuted
+    table[torch.ops.prims.copy_strided.default] = _copy_strided
     table[aten.var_mean.correction] = _var_mean
     table[aten.std_mean.correction] = _std_mean
     table.update(make_batch_norm_decompositions(dict(table)))
