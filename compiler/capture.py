@@ -93,6 +93,32 @@ def _scatter_add_nonnegative_dim(x, dim, index, src):
     return aten.scatter_add.default(x, dim % max(x.dim(), 1), index, src)
 
 
+def _integer_power(x, exponent):
+    """An integer tensor to a non-negative integer power by squaring (torch-mlir lowers
+    pow for floats only); the products wrap as eager's do. Other cases keep the op."""
+    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool \
+            or not isinstance(exponent, int) or isinstance(exponent, bool) or exponent < 0:
+        return NotImplemented
+    result, square = None, x
+    while exponent:
+        if exponent & 1:
+            result = square if result is None else result * square
+        exponent >>= 1
+        if exponent:
+            square = square * square
+    if result is None:
+        return torch.ones_like(x)
+    return result.clone() if result is x else result  # never the input itself
+
+
+def _bitwise_with_scalar(tensor_op):
+    """bitwise_or/xor(x, scalar): torch-mlir lowers only the tensor-tensor form."""
+    def decomposition(x, other):
+        dtype = torch.result_type(x, other)
+        return tensor_op(x.to(dtype), torch.scalar_tensor(other, dtype=dtype))
+    return decomposition
+
+
 def _signbit(x):
     """copysign(1, x) < 0: exact for -0.0 and a negative NaN (torch-mlir cannot bitcast)."""
     if not x.dtype.is_floating_point:
@@ -216,6 +242,9 @@ def decomposition_table(conv="ember"):
     table[aten.reciprocal.default] = _reciprocal
     table[aten.empty_permuted.default] = _empty_permuted
     table[torch.ops.prims.copy_strided.default] = _copy_strided
+    table[aten.pow.Tensor_Scalar] = _integer_power
+    table[aten.bitwise_or.Scalar] = _bitwise_with_scalar(aten.bitwise_or.Tensor)
+    table[aten.bitwise_xor.Scalar] = _bitwise_with_scalar(aten.bitwise_xor.Tensor)
     table[aten.var_mean.correction] = _var_mean
     table[aten.std_mean.correction] = _std_mean
     table.update(make_batch_norm_decompositions(dict(table)))
