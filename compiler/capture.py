@@ -85,12 +85,32 @@ _KEEP = [aten.native_layer_norm, aten.native_group_norm]
 _CALLED = [aten.copysign]
 
 
-def _scatter_add_nonnegative_dim(x, dim, index, src):
-    """torch-mlir's scatter_add lowering runs out of memory (an LLVM abort) on a negative
-    dim: hand it the same op with the dim wrapped; NotImplemented keeps the op itself."""
-    if dim >= 0:
-        return NotImplemented
-    return aten.scatter_add.default(x, dim % max(x.dim(), 1), index, src)
+# torch-mlir's scatter lowerings mishandle a negative dim: scatter_add runs out of memory
+# (an LLVM abort), scatter(-1) crashes LLVM, scatter(-3) of a 3-d tensor writes wrong values.
+_SCATTERS_BY_DIM = [aten.scatter.src, aten.scatter.value, aten.scatter.reduce,
+                    aten.scatter.value_reduce, aten.scatter_add.default, aten.scatter_reduce.two]
+
+
+def _scatter_with_reduce(x, dim, index, src, reduce):
+    """The deprecated scatter(..., reduce="add"/"multiply") as scatter_add /
+    scatter_reduce("prod") (torch-mlir cannot lower its reduce string)."""
+    if not isinstance(src, torch.Tensor):
+        src = torch.full(index.shape, src, dtype=x.dtype)
+    if reduce == "add":
+        return aten.scatter_add.default(x, dim, index, src)
+    return aten.scatter_reduce.two(x, dim, index, src, "prod")
+
+
+def _with_nonnegative_dim(op, decomposition):
+    """The op (or its decomposition) with `dim` wrapped to >= 0; NotImplemented keeps an
+    op that has no decomposition as it is when its dim is already non-negative."""
+    def wrapped(x, dim, *args, **kwargs):
+        if dim < 0:
+            dim = dim % max(x.dim(), 1)
+        elif decomposition is None:
+            return NotImplemented
+        return (decomposition or op)(x, dim, *args, **kwargs)
+    return wrapped
 
 
 def _integer_power(x, exponent):
@@ -234,7 +254,6 @@ def decomposition_table(conv="ember"):
     table.update(DISTANCE_DECOMPOSITIONS)
     table.update(ATTENTION_DECOMPOSITIONS)
     table.update(FOREACH_DECOMPOSITIONS)
-    table[aten.scatter_add.default] = _scatter_add_nonnegative_dim
     table[aten.cumprod.default] = _cumprod_without_dtype
     table[aten.roll.default] = _roll
     table[aten.diagonal_scatter.default] = _diagonal_scatter
@@ -248,4 +267,7 @@ def decomposition_table(conv="ember"):
     table[aten.var_mean.correction] = _var_mean
     table[aten.std_mean.correction] = _std_mean
     table.update(make_batch_norm_decompositions(dict(table)))
+    table[aten.scatter.reduce] = table[aten.scatter.value_reduce] = _scatter_with_reduce
+    for op in _SCATTERS_BY_DIM:
+        table[op] = _with_nonnegative_dim(op, table.get(op))
     return table

@@ -4,9 +4,13 @@
     python -m ember.tools.opinfo_sweep --dtype bfloat16 --samples 3 --jobs 2
     python -m ember.tools.opinfo_sweep --ops add,mm,sort      # some ops only
     python -m ember.tools.opinfo_sweep --every 7              # every 7th op (CI's subset)
+    python -m ember.tools.opinfo_sweep --grad                 # gradients too (training)
 
 For every OpInfo that supports the dtype on CPU, its first sample inputs are compiled
-with ember (fallback on, as users run it) and compared with eager. Each sample ends as
+with ember (fallback on, as users run it) and compared with eager. With --grad, only ops
+that support autograd, their float inputs requiring grad: the compiled forward AND
+backward (the gradients of every float output against fixed random cotangents) are
+compared with eager's. Each sample ends as
   PASS      compiled by ember, equal to eager
   NOKERNEL  equal to eager, but nothing reached an ember kernel (views only, a graph
             break, zero-size tensors)
@@ -33,12 +37,14 @@ UNINITIALIZED = ("empty", "new_empty", "empty_like", "empty_strided", "new_empty
 TOLERANCE = {"float32": (1e-3, 1e-4), "bfloat16": (3e-2, 3e-2), "float16": (1e-2, 1e-2)}
 
 
-def _ops(dtype_name, names=None, every=1):
+def _ops(dtype_name, names=None, every=1, grad=False):
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
 
     dtype = getattr(torch, dtype_name)
     ops = [o for o in op_db if dtype in o.supported_dtypes("cpu")]
+    if grad:
+        ops = [o for o in ops if o.supports_autograd and dtype in o.supported_backward_dtypes("cpu")]
     if names:
         ops = [o for o in ops if o.name in names or _full_name(o) in names]
     return ops[::every]
@@ -131,7 +137,28 @@ def _in_float64(call, tensors):
         return None
 
 
-def run_sample(op, sample, dtype_name):
+def _with_gradients(call):
+    """call(*tensors) -> (outputs, gradients of the float outputs, against cotangents drawn
+    from a fixed seed, with respect to the inputs that require grad); fresh leaves per call."""
+    import torch
+
+    def run(*tensors):
+        leaves = [t.detach().clone().requires_grad_(t.requires_grad) for t in tensors]
+        out = call(*leaves)
+        wrt = [t for t in leaves if t.requires_grad]
+        outs = [o for o in torch.utils._pytree.tree_leaves(out)
+                if isinstance(o, torch.Tensor) and o.requires_grad]
+        if not wrt or not outs:
+            return out, ()
+        g = torch.Generator().manual_seed(1)
+        cotangents = [torch.randn(o.shape, generator=g, dtype=o.dtype) for o in outs]
+        grads = torch.autograd.grad(outs, wrt, cotangents, allow_unused=True)
+        return out, tuple(torch.zeros_like(t) if d is None else d for t, d in zip(wrt, grads))
+
+    return run
+
+
+def run_sample(op, sample, dtype_name, grad=False):
     """One record: {"result": ..., "detail": ...}."""
     import warnings
 
@@ -157,6 +184,9 @@ def run_sample(op, sample, dtype_name):
         return fn(x, *args, **kwargs)
 
     tensors = [leaves[i] for i in positions]
+    compiled_call = ember.compile(call, dynamic=False)
+    if grad:  # the whole training step: forward and backward, eager and compiled
+        call, compiled_call = _with_gradients(call), _with_gradients(compiled_call)
     try:
         expected = call(*[t.clone() for t in tensors])
         eager_error = None
@@ -176,7 +206,7 @@ def run_sample(op, sample, dtype_name):
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            actual = ember.compile(call, dynamic=False)(*[t.clone() for t in tensors])
+            actual = compiled_call(*[t.clone() for t in tensors])
     except Exception as exc:
         if eager_error is not None:
             return {"result": "PASS" if type(exc) is type(eager_error) or
@@ -202,13 +232,13 @@ def run_sample(op, sample, dtype_name):
     return {"result": "PASS" if ran else "NOKERNEL", "detail": ""}
 
 
-def _child(dtype_name, fd):
+def _child(dtype_name, fd, grad=False):
     """Serve jobs "op_index sample_index" from stdin; one JSON line per job on `fd` (the
     child's stdout is not used: compilers print)."""
     import torch
 
     out = os.fdopen(fd, "w")
-    ops = _ops(dtype_name)
+    ops = _ops(dtype_name, grad=grad)
     dtype = getattr(torch, dtype_name)
     cache = {}
     for line in sys.stdin:
@@ -218,15 +248,15 @@ def _child(dtype_name, fd):
             if op_index not in cache:
                 cache.clear()
                 torch.manual_seed(0)
-                cache[op_index] = list(op.sample_inputs("cpu", dtype, requires_grad=False))
-            record = run_sample(op, cache[op_index][sample_index], dtype_name)
+                cache[op_index] = list(op.sample_inputs("cpu", dtype, requires_grad=grad))
+            record = run_sample(op, cache[op_index][sample_index], dtype_name, grad)
         except Exception as exc:  # the harness itself, not ember
             record = {"result": "RAISED", "detail": f"harness: {type(exc).__name__}: {exc}"[:300]}
         out.write(json.dumps(record) + "\n")
         out.flush()
 
 
-def _count_samples(ops, dtype_name, limit):
+def _count_samples(ops, dtype_name, limit, grad=False):
     import torch
 
     dtype = getattr(torch, dtype_name)
@@ -234,7 +264,7 @@ def _count_samples(ops, dtype_name, limit):
     for index, op in ops:
         torch.manual_seed(0)
         try:
-            n = len(list(op.sample_inputs("cpu", dtype, requires_grad=False)))
+            n = len(list(op.sample_inputs("cpu", dtype, requires_grad=grad)))
         except Exception:
             n = 0
         jobs.extend((index, s) for s in range(min(n, limit)))
@@ -244,8 +274,8 @@ def _count_samples(ops, dtype_name, limit):
 # --- the parent: schedules, isolates, reports ------------------------------------------------
 
 class _Worker:
-    def __init__(self, dtype_name, timeout):
-        self.dtype_name, self.timeout = dtype_name, timeout
+    def __init__(self, dtype_name, timeout, grad=False):
+        self.dtype_name, self.timeout, self.grad = dtype_name, timeout, grad
         self.proc = None
         self.job = None
         self.started = 0.0
@@ -256,7 +286,7 @@ class _Worker:
         env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ember.tools.opinfo_sweep", "--child", str(write_fd),
-             "--dtype", self.dtype_name], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+             "--dtype", self.dtype_name] + (["--grad"] if self.grad else []), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
             stderr=self.stderr, pass_fds=(write_fd,), env=env, text=True)
         os.close(write_fd)
         self.reader = os.fdopen(read_fd, "r")
@@ -284,17 +314,17 @@ class _Worker:
 
 
 def sweep(dtype_name="float32", samples=3, jobs=2, names=None, every=1, timeout=300,
-          progress=True):
+          progress=True, grad=False):
     """Run the sweep; return the list of records (op, sample, result, detail)."""
     import selectors
 
-    all_ops = _ops(dtype_name)
-    chosen = set(id(o) for o in _ops(dtype_name, names, every))
+    all_ops = _ops(dtype_name, grad=grad)
+    chosen = set(id(o) for o in _ops(dtype_name, names, every, grad))
     indexed = [(i, o) for i, o in enumerate(all_ops) if id(o) in chosen]
-    queue = collections.deque(_count_samples(indexed, dtype_name, samples))
+    queue = collections.deque(_count_samples(indexed, dtype_name, samples, grad))
     total = len(queue)
     records = []
-    workers = [_Worker(dtype_name, timeout) for _ in range(max(1, jobs))]
+    workers = [_Worker(dtype_name, timeout, grad) for _ in range(max(1, jobs))]
     selector = selectors.DefaultSelector()
     busy = {}
     start = time.time()
@@ -363,14 +393,17 @@ def main(argv=None):
     p.add_argument("--every", type=int, default=1, help="every k-th op only")
     p.add_argument("--timeout", type=int, default=300, help="seconds per sample")
     p.add_argument("--json", default=None, help="write all records to this file")
+    p.add_argument("--grad", action="store_true",
+                   help="compare gradients too (ops that support autograd)")
     p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child is not None:
-        _child(args.dtype, args.child)
+        _child(args.dtype, args.child, args.grad)
         return 0
     names = set(args.ops.split(",")) if args.ops else None
     start = time.time()
-    records = sweep(args.dtype, args.samples, args.jobs, names, args.every, args.timeout)
+    records = sweep(args.dtype, args.samples, args.jobs, names, args.every, args.timeout,
+                    grad=args.grad)
     report(records, time.time() - start)
     if args.json:
         with open(args.json, "w") as f:
