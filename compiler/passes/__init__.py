@@ -1,6 +1,6 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
 from . import (concat_of_slices, fold_transpose_into_matmul, form_fusion_groups, generalize_data_movement,
-               inline_fusion_groups, lower_tm_tensor, merge_elementwise, scalar_library, shape_exact_reshapes,
+               inline_fusion_groups, lower_tm_tensor, merge_elementwise, read_only_arguments, scalar_library, shape_exact_reshapes,
                shape_import, shape_resolve_dims, split_reductions, stable_sort)
 
 # name -> callable(op, pass) run on the top-level module.
@@ -20,6 +20,7 @@ PYTHON_PASSES = {
     shape_exact_reshapes.PASS_NAME: shape_exact_reshapes.shape_exact_reshapes,
     concat_of_slices.PASS_NAME: concat_of_slices.concat_slices_to_gather,
     merge_elementwise.PASS_NAME: merge_elementwise.merge_elementwise,
+    read_only_arguments.PASS_NAME: read_only_arguments.mark_arguments_read_only,
 }
 
 # name -> list of pipeline elements; lets one name stand for a short sequence.
@@ -56,6 +57,8 @@ PASS_DESCRIPTIONS = {
                                 "gather loop nest",
     merge_elementwise.PASS_NAME: "elementwise generics over one iteration space -> one "
                                  "multi-result generic (multi-use producers, siblings)",
+    read_only_arguments.PASS_NAME: "public functions' tensor arguments -> "
+                                   "bufferization.writable = false (never overwrite the caller's)",
 }
 
 

@@ -31,7 +31,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from ember.compiler.ir_walk import collect
-from .shape_import import set_arg_attr
+from .read_only_arguments import mark_arguments_read_only
 
 PASS_NAME = "ember-lower-tm-tensor"
 LOWERED = ("tm_tensor.scan", "tm_tensor.scatter", "tm_tensor.sort")
@@ -355,23 +355,12 @@ def _replace_with_call(op, callee):
     op.erase()
 
 
-def _protect_arguments(module_op):
-    """Mark the public functions' tensor arguments read-only for one-shot-bufferize: a
-    scatter or sort into an argument (`outs(%arg0)`) must copy it, not overwrite the
-    caller's tensor."""
-    for f in collect(module_op, lambda o: o.name == "func.func"):
-        if "sym_visibility" in f.attributes:
-            continue
-        for i in range(len(f.regions[0].blocks[0].arguments)):
-            set_arg_attr(f, i, "bufferization.writable", ir.BoolAttr.get(False))
-
-
 def lower_tm_tensor(module_op, pass_=None):
     """Replace each lowerable TMTensor op by a call to its loop function (op by op: one
     that cannot be built stays, and the caller reports it)."""
     block = module_op.regions[0].blocks[0]
     if collect(module_op, lambda o: o.name in LOWERED):
-        _protect_arguments(module_op)
+        mark_arguments_read_only(module_op)  # a scatter into an argument must copy it
     for n, op in enumerate(collect(module_op, lambda o: o.name in LOWERED)):
         if not _lowerable(op):
             continue

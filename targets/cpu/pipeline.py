@@ -37,6 +37,7 @@ for _name, _fn, _description, _requires in _CPU_PASSES:
 BUFFERIZE = [
     run_time_checks.PASS_NAME,
     reassociate.PASS_NAME,
+    "ember-read-only-arguments",  # the caller's tensors: copy before writing, never in place
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
     # The runtime allocates outputs with torch: results become trailing out-params.
     distinct_results.PASS_NAME,

@@ -580,3 +580,30 @@ def test_permuted_inputs_read_in_place_without_copies(monkeypatch):
         # a strided slice is not dense: copied, still right
         torch.testing.assert_close(compile_strict(fn)(a, b), fn(a, b))
         assert copies == [(16, 5)]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, s: torch.slice_scatter(x, s, 0, 2, 4),
+    lambda x, s: torch.select_scatter(x, s[0], 0, 1),
+    lambda x, s: x.index_put((torch.tensor([0, 3]),), s),
+    lambda x, s: x.scatter(0, torch.tensor([[1, 0, 2]]), s[:1]),
+    lambda x, s: x.index_add(0, torch.tensor([1, 1]), s),
+], ids=["slice_scatter", "select_scatter", "index_put", "scatter", "index_add"])
+def test_inputs_are_never_overwritten_forward_or_backward(fn):
+    """An out-of-place op whose input dies in the graph was bufferized into the caller's
+    tensor: torch.slice_scatter(x, ...) overwrote the user's x, and its backward the
+    gradient autograd handed in (found by `opinfo_sweep --grad`)."""
+    torch.manual_seed(0)
+    x, s = torch.randn(4, 3), torch.randn(2, 3)
+    x_before, s_before = x.clone(), s.clone()
+    actual, expected = run_both(fn, x, s, strict=True)
+    torch.testing.assert_close(actual, expected)
+    assert torch.equal(x, x_before) and torch.equal(s, s_before)
+    xg, sg = x.clone().requires_grad_(), s.clone().requires_grad_()
+    cotangent = torch.randn(4, 3)
+    cotangent_before = cotangent.clone()
+    grads = torch.autograd.grad(compile_strict(fn)(xg, sg), (xg, sg), cotangent)
+    expected_grads = torch.autograd.grad(fn(xg, sg), (xg, sg), cotangent_before)
+    assert torch.equal(cotangent, cotangent_before)
+    for g, e in zip(grads, expected_grads):
+        torch.testing.assert_close(g, e)
