@@ -34,6 +34,9 @@ RANDOM_WORDS = ("rand", "normal", "bernoulli", "dropout", "multinomial", "unifor
                 "exponential", "geometric", "cauchy", "log_normal", "poisson")
 UNINITIALIZED = ("empty", "new_empty", "empty_like", "empty_strided", "new_empty_strided",
                  "empty_permuted")
+# Left out of --grad: AOTAutograd itself differs from eager there (aot_eager and inductor
+# alike): linalg_eig_backward's data-dependent check of the phase is not traced.
+GRAD_SKIPPED = {"linalg.eig"}
 TOLERANCE = {"float32": (1e-3, 1e-4), "bfloat16": (3e-2, 3e-2), "float16": (1e-2, 1e-2)}
 
 
@@ -44,7 +47,8 @@ def _ops(dtype_name, names=None, every=1, grad=False):
     dtype = getattr(torch, dtype_name)
     ops = [o for o in op_db if dtype in o.supported_dtypes("cpu")]
     if grad:
-        ops = [o for o in ops if o.supports_autograd and dtype in o.supported_backward_dtypes("cpu")]
+        ops = [o for o in ops if o.supports_autograd and _full_name(o) not in GRAD_SKIPPED
+               and dtype in o.supported_backward_dtypes("cpu")]
     if names:
         ops = [o for o in ops if o.name in names or _full_name(o) in names]
     return ops[::every]
@@ -220,7 +224,9 @@ def run_sample(op, sample, dtype_name, grad=False):
         return {"result": "WRONG", "detail": f"eager raised {type(eager_error).__name__}: "
                                              f"{str(eager_error)[:200]}, ember did not"}
     problem = _compare(actual, expected, dtype_name, _values_only(op))
-    if problem and dtype_name != "float32" and "values differ" in problem:
+    # Low precision, and gradients (of ill-conditioned ops: eager's own float32 gradient
+    # may be off by more than the tolerance), are judged against float64.
+    if problem and (dtype_name != "float32" or grad) and "values differ" in problem:
         reference = _in_float64(call, tensors)
         if reference is not None and _within_reference(actual, expected, reference, dtype_name):
             problem = None

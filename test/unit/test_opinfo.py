@@ -3,7 +3,8 @@
 The whole sweep (every op, 3 samples, float32 and bfloat16) is a command:
 `python -m ember.tools.opinfo_sweep [--dtype bfloat16]`. Here every 6th op's first
 sample: no sample may end WRONG, RAISED or CRASH (each runs in a worker process, so a
-crash is counted, not fatal)."""
+crash is counted, not fatal). The gradient slice compiles every 8th differentiable op's
+forward and backward (`--grad`)."""
 import pytest
 
 pytest.importorskip("expecttest")  # torch.testing._internal needs it
@@ -21,3 +22,13 @@ def test_opinfo_slice_never_wrong_never_crashes(dtype, capsys):
                               for r in bad)
     passed = sum(r["result"] == "PASS" for r in records)
     assert passed >= len(records) // 3  # most samples reach ember kernels
+
+
+def test_opinfo_gradient_slice_never_wrong_never_crashes():
+    records = sweep("float32", samples=1, jobs=2, every=8, timeout=240, progress=False,
+                    grad=True)
+    assert len(records) > 40
+    bad = [r for r in records if r["result"] in ("WRONG", "RAISED", "CRASH")]
+    assert not bad, "\n".join(f"{r['result']} {r['op']}[{r['sample']}]: {r['detail']}"
+                              for r in bad)
+    assert sum(r["result"] == "PASS" for r in records) >= len(records) // 3
