@@ -113,6 +113,24 @@ def _with_nonnegative_dim(op, decomposition):
     return wrapped
 
 
+def _constant_pad_nd(x, pad, value=0.0):
+    """Negative padding (a crop: the backward of a pad is one) as narrow + the
+    non-negative rest; torch-mlir's tensor.pad with a negative width fails bufferization."""
+    if all(p >= 0 for p in pad):
+        return NotImplemented
+    for i in range(len(pad) // 2):
+        dim = x.dim() - 1 - i
+        low, high = pad[2 * i], pad[2 * i + 1]
+        if low < 0:
+            x = x.narrow(dim, -low, x.shape[dim] + low)
+        if high < 0:
+            x = x.narrow(dim, 0, x.shape[dim] + high)
+    rest = [max(p, 0) for p in pad]
+    if not any(rest):
+        return x.clone()
+    return aten.constant_pad_nd.default(x, rest, value)
+
+
 def _integer_power(x, exponent):
     """An integer tensor to a non-negative integer power by squaring (torch-mlir lowers
     pow for floats only); the products wrap as eager's do. Other cases keep the op."""
@@ -262,6 +280,7 @@ def decomposition_table(conv="ember"):
     table[aten.empty_permuted.default] = _empty_permuted
     table[torch.ops.prims.copy_strided.default] = _copy_strided
     table[aten.pow.Tensor_Scalar] = _integer_power
+    table[aten.constant_pad_nd.default] = _constant_pad_nd
     table[aten.bitwise_or.Scalar] = _bitwise_with_scalar(aten.bitwise_or.Tensor)
     table[aten.bitwise_xor.Scalar] = _bitwise_with_scalar(aten.bitwise_xor.Tensor)
     table[aten.var_mean.correction] = _var_mean

@@ -38,6 +38,10 @@ KNOWN_UNSUPPORTED = {
     "adaptive_avg_pool3d": "one-shot-bufferize fails on its lowering",
     "_adaptive_avg_pool3d": "one-shot-bufferize fails on its lowering",
     "adaptive_max_pool3d": "ember-form-fusion-groups cannot group its lowering yet",
+    # torch-mlir's lowering leaves torch.constant ops behind: the whole graph would fail
+    "avg_pool2d_backward": "torch-mlir cannot lower it",
+    "avg_pool3d_backward": "torch-mlir cannot lower it",
+    "max_pool3d_with_indices_backward": "torch-mlir cannot lower it",
 }
 
 SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.bool,
@@ -68,6 +72,15 @@ def _arg_tensors(node):
 
 
 TOPK_ATEN_LENGTH = 256
+
+
+def _uneven_adaptive_max_pool(node):
+    """adaptive_max_pool2d whose windows differ in size (an input size not a multiple of
+    the output size): torch-mlir's lowering fails a run-time check or the whole graph."""
+    if _base_name(node) != "adaptive_max_pool2d" or not isinstance(_val(node.args[0]), torch.Tensor):
+        return False
+    x, out = _val(node.args[0]), node.args[1]
+    return any(int(size) % int(o) != 0 for size, o in zip(x.shape[-len(out):], out))
 
 
 def _long_topk(node):
@@ -119,6 +132,9 @@ def classify(node, conv="ember"):
         return ("design", "ATen's partial selection beats a full sort on a long dim")
     if name in KNOWN_UNSUPPORTED:
         return ("unsupported", KNOWN_UNSUPPORTED[name])
+    if _uneven_adaptive_max_pool(node):
+        return ("unsupported", "windows of unequal sizes (input size not a multiple of "
+                "the output size)")
     for t in outs + ins:
         if t.dtype not in SUPPORTED_DTYPES:
             return ("unsupported", f"dtype {str(t.dtype).replace('torch.', '')} is not compiled")
