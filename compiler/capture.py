@@ -131,6 +131,31 @@ def _constant_pad_nd(x, pad, value=0.0):
     return aten.constant_pad_nd.default(x, rest, value)
 
 
+def _along_dim_zero(decomposition):
+    """unfold's backward along dim > 0 as along dim 0 of the moved tensors: torch's
+    decomposition indexes with (None, ..., idx), a list torch-mlir cannot import."""
+    def wrapped(grad, input_size, dim, size, step):
+        if len(input_size) == 0 or dim % len(input_size) == 0:
+            return NotImplemented if decomposition is None else decomposition(
+                grad, input_size, dim, size, step)
+        dim = dim % len(input_size)
+        moved = [input_size[dim]] + [s for k, s in enumerate(input_size) if k != dim]
+        grad_input = aten.unfold_backward.default(grad.movedim(dim, 0), moved, 0, size, step)
+        return grad_input.movedim(0, dim).contiguous()
+    return wrapped
+
+
+def _with_vector_indices(decomposition):
+    """embedding_dense_backward of a 0-d index (a single row looked up) as of a 1-element
+    index vector: torch-mlir's scatter rejects the 0-d index."""
+    def wrapped(grad_output, indices, *args):
+        if indices.dim() != 0:
+            return NotImplemented if decomposition is None else decomposition(grad_output, indices, *args)
+        return aten.embedding_dense_backward.default(grad_output.reshape(1, -1),
+                                                     indices.reshape(1), *args)
+    return wrapped
+
+
 def _integer_power(x, exponent):
     """An integer tensor to a non-negative integer power by squaring (torch-mlir lowers
     pow for floats only); the products wrap as eager's do. Other cases keep the op."""
@@ -287,6 +312,9 @@ def decomposition_table(conv="ember"):
     table[aten.std_mean.correction] = _std_mean
     table.update(make_batch_norm_decompositions(dict(table)))
     table[aten.scatter.reduce] = table[aten.scatter.value_reduce] = _scatter_with_reduce
+    table[aten.unfold_backward.default] = _along_dim_zero(table.get(aten.unfold_backward.default))
+    table[aten.embedding_dense_backward.default] = _with_vector_indices(
+        table.get(aten.embedding_dense_backward.default))
     for op in _SCATTERS_BY_DIM:
         table[op] = _with_nonnegative_dim(op, table.get(op))
     return table

@@ -25,6 +25,8 @@ ENTRY = "forward"
 _SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.bool,
                      torch.int8, torch.uint8, torch.int16}
 _OP_IN_DIAGNOSTIC = re.compile(r"torch\.(aten|prims|prim)\.([A-Za-z0-9_]+)(\.[A-Za-z0-9_]+)?")
+# A torch.operator of another namespace (torch.ops.torch_nn._linear_cross_entropy_...).
+_OPERATOR_IN_DIAGNOSTIC = re.compile(r'name = "torch\.([A-Za-z0-9_]+)\.([A-Za-z0-9_]+)"')
 
 
 def _val(node):
@@ -85,7 +87,7 @@ def find_node(gm, op_name):
 
 def unsupported_from_message(gm, message):
     """Best EmberUnsupportedError for a torch-mlir failure message."""
-    m = _OP_IN_DIAGNOSTIC.search(message)
+    m = _OP_IN_DIAGNOSTIC.search(message) or _OPERATOR_IN_DIAGNOSTIC.search(message)
     if m:
         op = f"aten.{m.group(2)}" if m.group(1) == "aten" else f"{m.group(1)}.{m.group(2)}"
         return _named_error(find_node(gm, op), op, _missing_library(op) or _diagnostic_head(message))

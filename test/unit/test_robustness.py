@@ -619,13 +619,17 @@ def test_inputs_are_never_overwritten_forward_or_backward(fn):
     (lambda x: F.pad(x, (-1, 2, 0, -3)), (2, 3, 8, 8)),
     (lambda x: F.adaptive_max_pool2d(x, (3, 4)), (2, 3, 8, 8)),
     (lambda x: F.adaptive_max_pool2d(x, (4, 4)), (2, 3, 7, 5)),
+    (lambda x: x.unfold(1, 3, 1) * 2, (4, 5, 3, 2)),
+    (lambda w: F.embedding(torch.tensor(3), w), (10, 5)),
 ], ids=["avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool3d", "local_response_norm",
-        "pad", "negative_pad", "adaptive_max_uneven", "adaptive_max_upsampling"])
+        "pad", "negative_pad", "adaptive_max_uneven", "adaptive_max_upsampling",
+        "unfold_along_dim_1", "embedding_of_a_0d_index"])
 def test_pooling_and_padding_train_without_whole_graph_fallback(fn, shape):
     """Backward ops torch-mlir cannot lower (avg_pool2d/3d_backward, max_pool3d's) made the
     whole backward graph run eagerly, a negative pad (the backward of a pad) failed
     bufferization, and adaptive_max_pool2d with unequal windows failed a run-time check
-    (an error where eager works): now the op alone runs through ATen."""
+    (an error where eager works): now the op alone runs through ATen. unfold's backward
+    along dim > 0 and embedding's for a 0-d index failed to import: now compiled."""
     torch.manual_seed(0)
     x = torch.randn(shape)
     xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
