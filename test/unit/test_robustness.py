@@ -645,3 +645,21 @@ def test_pooling_and_padding_train_without_whole_graph_fallback(fn, shape):
     torch.testing.assert_close(grad, expected_grad)
     whole = [str(w.message) for w in caught if "cannot lower the graph" in str(w.message)]
     assert not whole, whole
+
+
+def test_unlowerable_op_of_another_namespace_runs_through_aten_alone():
+    """A torch.operator outside aten/prims (torch.ops.torch_nn.*, here chunked
+    linear_cross_entropy) was not named in the error, so the whole graph ran eagerly."""
+    options_module = pytest.importorskip("torch.nn.modules.linear_cross_entropy_options")
+    options = options_module.LinearCrossEntropyOptions(batch_chunk_size=2)
+    torch.manual_seed(0)
+    x, w, target = torch.randn(8, 3), torch.randn(4, 3), torch.randint(0, 4, (8,))
+    fn = lambda x, w, t: F.linear_cross_entropy(x, w, t, reduction="none", options=options) * 2
+    reset_warnings()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        actual = ember.compile(fn)(x, w, target)
+    torch.testing.assert_close(actual, fn(x, w, target))
+    ours = [str(m.message) for m in caught if "ember cannot lower" in str(m.message)]
+    assert ours and all("cannot lower the graph" not in m for m in ours), ours
+    assert any("torch_nn." in m for m in ours), ours
