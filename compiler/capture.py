@@ -146,13 +146,30 @@ def _along_dim_zero(decomposition):
 
 
 def _with_vector_indices(decomposition):
-    """embedding_dense_backward of a 0-d index (a single row looked up) as of a 1-element
-    index vector: torch-mlir's scatter rejects the 0-d index."""
+    """embedding_dense_backward of an index that is not a vector (a 0-d index, a batch of
+    sequences) as of the flattened index vector: torch-mlir's scatter rejects a 0-d
+    index, and with dynamic sizes its index_put reads only position 0 of each sequence
+    of a 2-d index (GPT-2's embedding gradient was wrong by 90%)."""
     def wrapped(grad_output, indices, *args):
-        if indices.dim() != 0:
+        if indices.dim() == 1:
             return NotImplemented if decomposition is None else decomposition(grad_output, indices, *args)
-        return aten.embedding_dense_backward.default(grad_output.reshape(1, -1),
-                                                     indices.reshape(1), *args)
+        return aten.embedding_dense_backward.default(
+            grad_output.reshape(-1, grad_output.shape[-1]), indices.reshape(-1), *args)
+    return wrapped
+
+
+def _with_flat_index(op, decomposition):
+    """index_put(x, [index of rank > 1], values) as index_put with the index flattened and
+    the values broadcast to index.shape + x.shape[1:] and flattened alike: the same
+    writes, in the form torch-mlir lowers correctly with dynamic sizes too."""
+    def wrapped(x, indices, values, accumulate=False):
+        index = indices[0] if len(indices) == 1 else None
+        if index is None or index.dim() <= 1 or index.dtype == torch.bool:
+            return NotImplemented if decomposition is None else decomposition(
+                x, indices, values, accumulate)
+        rows = tuple(x.shape[1:])
+        values = torch.broadcast_to(values, tuple(index.shape) + rows)
+        return op(x, [index.reshape(-1)], values.reshape((-1,) + rows), accumulate)
     return wrapped
 
 
@@ -313,6 +330,8 @@ def decomposition_table(conv="ember"):
     table.update(make_batch_norm_decompositions(dict(table)))
     table[aten.scatter.reduce] = table[aten.scatter.value_reduce] = _scatter_with_reduce
     table[aten.unfold_backward.default] = _along_dim_zero(table.get(aten.unfold_backward.default))
+    for op in (aten.index_put.default, aten._unsafe_index_put.default):
+        table[op] = _with_flat_index(op, table.get(op))
     table[aten.embedding_dense_backward.default] = _with_vector_indices(
         table.get(aten.embedding_dense_backward.default))
     for op in _SCATTERS_BY_DIM:
