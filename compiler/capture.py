@@ -131,13 +131,18 @@ def _constant_pad_nd(x, pad, value=0.0):
     return aten.constant_pad_nd.default(x, rest, value)
 
 
+def _table_default(decomposition, *args):
+    """What the table did where an ember wrapper has nothing to change: its own
+    decomposition, else NotImplemented (the op stays)."""
+    return NotImplemented if decomposition is None else decomposition(*args)
+
+
 def _along_dim_zero(decomposition):
     """unfold's backward along dim > 0 as along dim 0 of the moved tensors: torch's
     decomposition indexes with (None, ..., idx), a list torch-mlir cannot import."""
     def wrapped(grad, input_size, dim, size, step):
         if len(input_size) == 0 or dim % len(input_size) == 0:
-            return NotImplemented if decomposition is None else decomposition(
-                grad, input_size, dim, size, step)
+            return _table_default(decomposition, grad, input_size, dim, size, step)
         dim = dim % len(input_size)
         moved = [input_size[dim]] + [s for k, s in enumerate(input_size) if k != dim]
         grad_input = aten.unfold_backward.default(grad.movedim(dim, 0), moved, 0, size, step)
@@ -152,7 +157,7 @@ def _with_vector_indices(decomposition):
     of a 2-d index (GPT-2's embedding gradient was wrong by 90%)."""
     def wrapped(grad_output, indices, *args):
         if indices.dim() == 1:
-            return NotImplemented if decomposition is None else decomposition(grad_output, indices, *args)
+            return _table_default(decomposition, grad_output, indices, *args)
         return aten.embedding_dense_backward.default(
             grad_output.reshape(-1, grad_output.shape[-1]), indices.reshape(-1), *args)
     return wrapped
@@ -165,8 +170,7 @@ def _with_flat_index(op, decomposition):
     def wrapped(x, indices, values, accumulate=False):
         index = indices[0] if len(indices) == 1 else None
         if index is None or index.dim() <= 1 or index.dtype == torch.bool:
-            return NotImplemented if decomposition is None else decomposition(
-                x, indices, values, accumulate)
+            return _table_default(decomposition, x, indices, values, accumulate)
         rows = tuple(x.shape[1:])
         values = torch.broadcast_to(values, tuple(index.shape) + rows)
         return op(x, [index.reshape(-1)], values.reshape((-1,) + rows), accumulate)
