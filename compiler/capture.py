@@ -177,6 +177,23 @@ def _with_flat_index(op, decomposition):
     return wrapped
 
 
+def _repeat_by_one_expand(decomposition):
+    """repeat with symbolic sizes as ONE expand of x viewed (1, s0, 1, s1, ...) to
+    (r0, s0, r1, s1, ...) and a reshape merging each pair: torch's decomposition of
+    repeat(2, 3) over two symbolic dims gave code that wrote out of bounds (a heap
+    corruption); static sizes keep the table's."""
+    def wrapped(x, repeats):
+        if not any(isinstance(size, torch.SymInt) for size in x.shape):
+            return _table_default(decomposition, x, repeats)
+        x = x.reshape((1,) * (len(repeats) - x.dim()) + tuple(x.shape))
+        interleaved = x
+        for d in reversed(range(x.dim())):
+            interleaved = interleaved.unsqueeze(d)
+        pairs = [v for r, size in zip(repeats, x.shape) for v in (r, size)]
+        return interleaved.expand(pairs).reshape([r * size for r, size in zip(repeats, x.shape)])
+    return wrapped
+
+
 def _integer_power(x, exponent):
     """An integer tensor to a non-negative integer power by squaring (torch-mlir lowers
     pow for floats only); the products wrap as eager's do. Other cases keep the op."""
@@ -327,6 +344,7 @@ def decomposition_table(conv="ember"):
     table[torch.ops.prims.copy_strided.default] = _copy_strided
     table[aten.pow.Tensor_Scalar] = _integer_power
     table[aten.constant_pad_nd.default] = _constant_pad_nd
+    table[aten.repeat.default] = _repeat_by_one_expand(table.get(aten.repeat.default))
     table[aten.bitwise_or.Scalar] = _bitwise_with_scalar(aten.bitwise_or.Tensor)
     table[aten.bitwise_xor.Scalar] = _bitwise_with_scalar(aten.bitwise_xor.Tensor)
     table[aten.var_mean.correction] = _var_mean

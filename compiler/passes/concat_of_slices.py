@@ -19,12 +19,12 @@ element is a `tensor.extract` from the common source at offset + index * stride.
                    tensor.extract %x[linalg.index 0, linalg.index 2, %w] }
             %c = tensor.collapse_shape %g [[0], [1, 2], [3]] : ... into tensor<3x8x8xf32>
 
-Slices are followed through chains of slices (offsets and strides compose). Pieces whose
-run-time sizes are different SSA values are checked to be equal at run time (`cf.assert`).
+Slices are followed through chains of slices (offsets and strides compose). Pieces with
+dynamic sizes are rewritten only when each size is the same SSA value in every piece.
 """
 import numpy
 from torch_mlir import ir
-from torch_mlir.dialects import arith, cf, linalg, tensor
+from torch_mlir.dialects import arith, linalg, tensor
 
 from ember.compiler.ir_walk import collect, constant_attr, defining_op
 
@@ -107,6 +107,21 @@ def _same(a, b):
         isinstance(a, ir.Value) and isinstance(b, ir.Value) and a == b)
 
 
+def _provably_equal_sizes(pieces, piece_type):
+    """Every dynamic size of every piece is the same SSA value (ember-shape-resolve-dims
+    makes equal symbolic sizes one value). roll's two slices, `x[s-k:]` and `x[:s-k]`,
+    share a type but not their sizes: a gather over them would be wrong, so they stay a
+    concat."""
+    sizes = []
+    for p in pieces:
+        op = defining_op(p.value)
+        if op is None or op.name != "tensor.extract_slice":
+            return False
+        sizes.append(_slice_params(op)[1])
+    return all(_same(size[d], sizes[0][d]) for size in sizes[1:]
+               for d in range(piece_type.rank) if piece_type.is_dynamic_dim(d))
+
+
 def _rewrite(concat):
     pieces = [_Piece(v) for v in concat.operands]
     if len(pieces) < _MIN_PIECES or not all(p.ok for p in pieces):
@@ -119,6 +134,8 @@ def _rewrite(concat):
         return False
     if any(p.strides != pieces[0].strides for p in pieces):
         return False
+    if not _provably_equal_sizes(pieces, piece_type):
+        return False
     dim = ir.IntegerAttr(concat.attributes["dim"]).value
     rank, k = piece_type.rank, len(pieces)
     index = ir.IndexType.get()
@@ -126,12 +143,6 @@ def _rewrite(concat):
     with ir.InsertionPoint(concat), concat.location:
         sizes = [tensor.dim(pieces[0].value, arith.constant(index, d))
                  if piece_type.is_dynamic_dim(d) else piece_type.shape[d] for d in range(rank)]
-        for p in pieces[1:]:  # equal run-time sizes, as the types promise for static ones
-            for d in range(rank):
-                if piece_type.is_dynamic_dim(d):
-                    other = tensor.dim(p.value, arith.constant(index, d))
-                    same = arith.cmpi(arith.CmpIPredicate.eq, sizes[d], other)
-                    cf.assert_(same, "concatenated slices have equal sizes")
         # offset per source dim: one value, or a table indexed by the piece number
         tables = []
         for d in range(rank):

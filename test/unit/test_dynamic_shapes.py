@@ -151,3 +151,19 @@ def test_data_dependent_sizes_run_eagerly_and_match():
             x = torch.randn(n, 3)
             with torch.no_grad():
                 torch.testing.assert_close(compiled(x), fn(x))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda v: v.repeat(2, 3),
+    lambda v: v.repeat(2, 1, 3, 2),
+    lambda v: v.roll(2, 1),
+    lambda v: torch.cat([v[:, 1:], v[:, :1]], 1) * 2,
+], ids=["repeat_2d", "repeat_4d", "roll", "cat_of_unequal_slices"])
+def test_repeat_and_roll_over_symbolic_sizes(fn):
+    """repeat(2, 3) over two symbolic dims corrupted the heap (a write out of bounds:
+    'double free or corruption'); roll's two slices of different run-time sizes made the
+    concat-to-gather rewrite fail a size check (an error where eager works)."""
+    compiled = ember.compile(fn, dynamic=True, options={"fallback": False})
+    for b, s in [(2, 5), (3, 7), (4, 9)]:
+        v = torch.randn(b, s)
+        torch.testing.assert_close(compiled(v), fn(v))
