@@ -102,14 +102,11 @@ def _scatter_with_reduce(x, dim, index, src, reduce):
 
 
 def _with_nonnegative_dim(op, decomposition):
-    """The op (or its decomposition) with `dim` wrapped to >= 0; NotImplemented keeps an
-    op that has no decomposition as it is when its dim is already non-negative."""
-    def wrapped(x, dim, *args, **kwargs):
-        if dim < 0:
-            dim = dim % max(x.dim(), 1)
-        elif decomposition is None:
-            return NotImplemented
-        return (decomposition or op)(x, dim, *args, **kwargs)
+    """The op (or its decomposition) with `dim` wrapped to >= 0."""
+    def wrapped(x, dim, *args, **kwargs):  # scatter_reduce's include_self is keyword-only
+        if dim >= 0:
+            return _table_default(decomposition, x, dim, *args, **kwargs)
+        return (decomposition or op)(x, dim % max(x.dim(), 1), *args, **kwargs)
     return wrapped
 
 
@@ -131,10 +128,10 @@ def _constant_pad_nd(x, pad, value=0.0):
     return aten.constant_pad_nd.default(x, rest, value)
 
 
-def _table_default(decomposition, *args):
+def _table_default(decomposition, *args, **kwargs):
     """What the table did where an ember wrapper has nothing to change: its own
     decomposition, else NotImplemented (the op stays)."""
-    return NotImplemented if decomposition is None else decomposition(*args)
+    return NotImplemented if decomposition is None else decomposition(*args, **kwargs)
 
 
 def _along_dim_zero(decomposition):

@@ -299,9 +299,10 @@ class _Worker:
     def start(self):
         read_fd, write_fd = os.pipe()
         env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+        command = [sys.executable, "-m", "ember.tools.opinfo_sweep", "--child", str(write_fd),
+                   "--dtype", self.dtype_name] + (["--grad"] if self.grad else [])
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ember.tools.opinfo_sweep", "--child", str(write_fd),
-             "--dtype", self.dtype_name] + (["--grad"] if self.grad else []), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
             stderr=self.stderr, pass_fds=(write_fd,), env=env, text=True)
         os.close(write_fd)
         self.reader = os.fdopen(read_fd, "r")
