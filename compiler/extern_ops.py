@@ -75,12 +75,14 @@ TOPK_ATEN_LENGTH = 256
 
 
 def _uneven_adaptive_max_pool(node):
-    """adaptive_max_pool2d whose windows differ in size (an input size not a multiple of
-    the output size): torch-mlir's lowering fails a run-time check or the whole graph."""
+    """adaptive_max_pool2d whose windows may differ in size (an input size not a multiple
+    of the output size, or a symbolic one: int() would read only this call's size):
+    torch-mlir's lowering fails a run-time check or the whole graph."""
     if _base_name(node) != "adaptive_max_pool2d" or not isinstance(_val(node.args[0]), torch.Tensor):
         return False
     x, out = _val(node.args[0]), node.args[1]
-    return any(int(size) % int(o) != 0 for size, o in zip(x.shape[-len(out):], out))
+    return any(isinstance(size, torch.SymInt) or int(size) % int(o) != 0
+               for size, o in zip(x.shape[-len(out):], out))
 
 
 def _long_topk(node):
@@ -134,7 +136,7 @@ def classify(node, conv="ember"):
         return ("unsupported", KNOWN_UNSUPPORTED[name])
     if _uneven_adaptive_max_pool(node):
         return ("unsupported", "windows of unequal sizes (input size not a multiple of "
-                "the output size)")
+                "the output size, or symbolic)")
     for t in outs + ins:
         if t.dtype not in SUPPORTED_DTYPES:
             return ("unsupported", f"dtype {str(t.dtype).replace('torch.', '')} is not compiled")

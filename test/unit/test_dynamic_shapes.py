@@ -167,3 +167,13 @@ def test_repeat_and_roll_over_symbolic_sizes(fn):
     for b, s in [(2, 5), (3, 7), (4, 9)]:
         v = torch.randn(b, s)
         torch.testing.assert_close(compiled(v), fn(v))
+
+
+def test_adaptive_max_pool_over_symbolic_sizes_matches_eager():
+    """A symbolic input size cannot be proven a multiple of the output size: the op runs
+    through ATen for every size (int() of the size read only the first call's)."""
+    fn = lambda x: F.adaptive_max_pool2d(x, (2, 2)) * 2
+    compiled = ember.compile(fn, dynamic=True)
+    for shape in [(2, 3, 8, 8), (3, 3, 6, 10), (2, 3, 7, 9)]:
+        x = torch.randn(shape)
+        torch.testing.assert_close(compiled(x), fn(x))
