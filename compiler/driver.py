@@ -43,12 +43,13 @@ def compile_graph(gm, example_inputs, target="cpu", options=None, mutated_inputs
     lower, or EmberCodegenError. `mutated_inputs`: (graph output j, input i) pairs where
     output j is the new value of input i that AOTAutograd copies back; where it is safe
     the kernel writes it into input i directly (compiler/in_place_outputs.py)."""
-    if target != "cpu":
-        raise EmberUnsupportedError(f"target '{target}'", detail="only 'cpu' is available")
     if not all(isinstance(t, _INPUT_TYPES) for t in example_inputs):
         raise EmberUnsupportedError("graph inputs", ", ".join(type(t).__name__ for t in
                                                              example_inputs),
                                     "only tensors and scalars are supported as inputs")
+    if target != "cpu":
+        from .gpu_driver import compile_gpu_graph
+        return compile_gpu_graph(gm, example_inputs, target, options)
     input_specs = [TensorSpec.of(t) for t in example_inputs]
     # permuted inputs are read in place (input_layouts.py): their strides are code
     layouts = [tuple(t.stride()) if dense_permutation(t) else None for t in example_inputs]

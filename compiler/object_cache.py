@@ -54,7 +54,8 @@ def _limit_bytes():
 
 # Every package whose code can change what the codegen worker produces.
 _PACKAGES = ("ember", "ember.compiler", "ember.compiler.passes", "ember.dialects",
-             "ember.targets", "ember.targets.cpu", "ember.runtime")
+             "ember.targets", "ember.targets.cpu", "ember.targets.gpu", "ember.targets.cuda",
+             "ember.runtime")
 
 
 @functools.lru_cache(maxsize=None)
@@ -93,7 +94,9 @@ def request_key(request):
     candidates)."""
     h = hashlib.sha256(_code_fingerprint().encode())
     h.update(_host_cpu().encode())
-    h.update(repr((request.get("opt_level", 3), request.get("in_place", []))).encode())
+    h.update(repr((request.get("opt_level", 3), request.get("in_place", []),
+                   request.get("kind"), request.get("vendor"), request.get("arch"),
+                   request.get("host_executor"))).encode())
     h.update(request["torch_ir"])
     return h.hexdigest()
 

@@ -136,9 +136,18 @@ def _serve():
         if job.get("kind") == "crash-test":  # lets the tests kill a worker on purpose
             os.kill(os.getpid(), getattr(signal, job.get("signal", "SIGSEGV")))
         try:
-            reply = build_object(job["torch_ir"], opt_level=job.get("opt_level", 3),
-                                 dump_dir=job.get("dump_dir"), name=job.get("name", "graph"),
-                                 in_place=job.get("in_place", ()))
+            if job.get("kind") == "gpu":
+                from ember.compiler.gpu_codegen import build_gpu_program
+                reply = build_gpu_program(job["torch_ir"], vendor=job["vendor"],
+                                          arch=job.get("arch"),
+                                          host_executor=job.get("host_executor", False),
+                                          dump_dir=job.get("dump_dir"),
+                                          name=job.get("name", "graph"))
+            else:
+                reply = build_object(job["torch_ir"], opt_level=job.get("opt_level", 3),
+                                     dump_dir=job.get("dump_dir"),
+                                     name=job.get("name", "graph"),
+                                     in_place=job.get("in_place", ()))
         except Exception as exc:  # a bug in a pass: report it, keep serving
             import traceback
             reply = {"ok": False, "stage": "internal",

@@ -117,6 +117,21 @@ def check_resolvable(objects):
 _LIVE_ENGINES = []
 
 
+def load_objects(objects):
+    """An MCJIT engine holding the linked objects (UnresolvedSymbolError first if one of
+    them needs a symbol this process lacks)."""
+    check_resolvable(objects)
+    llvm = _llvm()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _state["tm"])
+    # Never closed: tearing an MCJIT engine down (llvmlite's __del__) can segfault, and
+    # compiled code may still be referenced by Dynamo's caches.
+    _LIVE_ENGINES.append(engine)
+    for object_bytes in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(object_bytes))
+    engine.finalize_object()
+    return engine
+
+
 class LoadedKernel:
     """error_code: the object's run-time check flag (run_time_checks.py) as a ctypes int,
     or None when it has no checks; error_messages[code - 1] says which check failed."""
@@ -124,15 +139,7 @@ class LoadedKernel:
     def __init__(self, objects, entry, arg_types, error_messages=()):
         """objects: the graph's object files (the parts LLVM compiled in parallel, which
         call each other); arg_types: 'ptr', 'i64', 'f64' or 'i1' per entry argument."""
-        check_resolvable(objects)
-        llvm = _llvm()
-        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _state["tm"])
-        # Never closed: tearing an MCJIT engine down (llvmlite's __del__) can segfault,
-        # and compiled code may still be referenced by Dynamo's caches.
-        _LIVE_ENGINES.append(self._engine)
-        for object_bytes in objects:
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(object_bytes))
-        self._engine.finalize_object()
+        self._engine = load_objects(objects)
         address = self._engine.get_function_address(entry)
         if not address:
             raise RuntimeError(f"loader: entry function '{entry}' not found in the object")

@@ -1,0 +1,134 @@
+"""Compile one ATen FX graph for a GPU target (CUDA; ROCm to come): the GPU counterpart
+of driver.py. Device code is generated in the codegen worker (gpu_codegen.py); here the
+reply becomes a LaunchPlan bound to a launcher:
+
+  * CUDA: cuda_launcher (cuda-bindings), buffers on torch's CUDA caching allocator;
+  * EMBER_GPU_EXECUTOR=host: the same plan and kernel parameters, kernels run on the CPU
+    by host_executor.py (a testing tool for machines without a GPU, CPU tensors).
+"""
+import logging
+import os
+import time
+
+import torch
+
+from ember.errors import EmberUnsupportedError
+from ember.runtime import TensorSpec
+from ember.runtime.cache import GLOBAL_CACHE, graph_key
+from . import importer
+from .graph_outputs import plan_outputs
+from .object_cache import OBJECT_CACHE, request_key
+from .symbolic import has_symbolic_shapes
+from .worker import CodegenCrash, compile_in_worker
+
+log = logging.getLogger("ember")
+
+
+def host_executor_requested():
+    return os.environ.get("EMBER_GPU_EXECUTOR", "").strip().lower() == "host"
+
+
+def _launcher_factory(target, example_inputs):
+    """(vendor, arch, make_launcher(reply)); EmberUnsupportedError when no device."""
+    devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
+    if host_executor_requested():
+        if devices - {"cpu"}:
+            raise EmberUnsupportedError(f"target '{target}'", detail="EMBER_GPU_EXECUTOR=host "
+                                        "runs kernels on the CPU and takes CPU tensors")
+        return "cuda", None, lambda reply: _HostLauncher(reply)
+    if target == "rocm":
+        raise EmberUnsupportedError("target 'rocm'", detail="ROCm kernels are not built yet")
+    from ember.targets.cuda.launcher import CudaLauncher, cuda_unavailable, device_arch
+    why = cuda_unavailable()
+    if why:
+        raise EmberUnsupportedError("target 'cuda'", detail=why)
+    if devices - {"cuda"}:
+        raise EmberUnsupportedError("target 'cuda'", detail=f"the graph's inputs are on "
+                                    f"{', '.join(sorted(devices))}, not on the GPU")
+    return "cuda", device_arch(), CudaLauncher
+
+
+class _HostLauncher:
+    device = "cpu"
+
+    def __init__(self, reply):
+        from ember.targets.gpu.host_executor import HostExecutor
+        self._executor = (HostExecutor(reply["host_object"], list(reply["signatures"]))
+                          if reply.get("host_object") else None)
+
+    def launch(self, name, grid, block, params_address):
+        self._executor.launch(name, grid, block, params_address)
+
+
+class GpuCompiledGraph:
+    """Call: inputs made contiguous, the launch plan run, outputs handed to the graph's
+    OutputPlan (eager's aliasing, views and strides)."""
+
+    def __init__(self, launch_plan, input_specs, output_specs, plan, stats=None):
+        self.launch_plan = launch_plan
+        self.input_specs, self.output_specs = tuple(input_specs), tuple(output_specs)
+        self.plan = plan
+        self.stats = stats or {}
+
+    def __call__(self, *args):
+        outs = []
+        if self.launch_plan is not None:
+            ins = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
+            outs = self.launch_plan(*ins)
+            seen = set()
+            for k, o in enumerate(outs):  # an output is never an input nor another output
+                if any(o is x for x in ins) or id(o) in seen:
+                    outs[k] = o.clone()
+                seen.add(id(outs[k]))
+        return self.plan.assemble(args, outs)
+
+
+def compile_gpu_graph(gm, example_inputs, target, options):
+    vendor, arch, make_launcher = _launcher_factory(target, example_inputs)
+    input_specs = [TensorSpec.of(t) for t in example_inputs]
+    key = graph_key(gm, input_specs, f"{target}|{arch}|{host_executor_requested()}",
+                    options or {}, "")
+    return GLOBAL_CACHE.get_or_build(key, lambda: _build(gm, input_specs, vendor, arch,
+                                                         make_launcher))
+
+
+def _build(gm, input_specs, vendor, arch, make_launcher):
+    from ember.targets.gpu.launch_plan import LaunchPlan
+    from .driver import EmberCodegenError, _output_specs
+
+    plan, kernel_gm = plan_outputs(gm)
+    if kernel_gm is None:
+        return GpuCompiledGraph(None, input_specs, [], plan)
+    if has_symbolic_shapes(kernel_gm):
+        raise EmberUnsupportedError("dynamic shapes", detail="the GPU targets compile "
+                                    "static shapes only so far")
+    t0 = time.perf_counter()
+    output_specs = _output_specs(kernel_gm)
+    torch_ir = importer.import_to_torch_ir(kernel_gm, None)
+    request = {"kind": "gpu", "vendor": vendor, "arch": arch, "torch_ir": torch_ir,
+               "host_executor": host_executor_requested(),
+               "dump_dir": os.environ.get("EMBER_DUMP_DIR") or None}
+    key = request_key(request) if request["dump_dir"] is None else None
+    reply = OBJECT_CACHE.load(key) if key else None
+    if reply is None:
+        try:
+            reply = compile_in_worker(request)
+        except CodegenCrash as exc:
+            raise EmberCodegenError(str(exc)) from None
+        if key:
+            OBJECT_CACHE.store(key, reply)
+    if not reply["ok"]:
+        stage, message = reply["stage"], reply.get("message", "")
+        if stage == "lowerable":
+            raise importer.unsupported_from_leftovers(kernel_gm, reply["ops"])
+        if stage in ("import", "pipeline"):
+            raise importer.unsupported_from_message(kernel_gm, message)
+        raise EmberCodegenError(f"ember {vendor} code generation failed ({stage}): "
+                                f"{message.strip()}")
+    launch_plan = LaunchPlan(reply["arguments"], reply["steps"], reply["kernels"],
+                             reply["signatures"], make_launcher(reply))
+    stats = reply["stats"]
+    log.info("ember: compiled graph for %s (%d nodes, %d kernel launches, %d distinct "
+             "kernels) in %.2fs", vendor, len(gm.graph.nodes), launch_plan.launches,
+             stats.get("unique_kernels", 0), time.perf_counter() - t0)
+    return GpuCompiledGraph(launch_plan, input_specs, output_specs, plan, stats)

@@ -1,0 +1,89 @@
+"""ember-gpu-loops-to-launches: each top-level `scf.parallel` of a host function (one per
+linalg op after convert-linalg-to-parallel-loops) -> one `gpu.launch`: the iteration
+space is linearised over a 1-d grid of 1-d blocks, the innermost (contiguous) dimension
+fastest, so neighbouring threads touch neighbouring elements (coalesced access).
+
+    scf.parallel (%i, %j) = (0, 0) to (%M, %N) step (1, 1) { body(%i, %j) }
+  ->
+    %total = %M * %N ; %grid = ceildiv(%total, 256)
+    gpu.launch blocks(%bx, ..) in (%grid, 1, 1) threads(%tx, ..) in (256, 1, 1) {
+      %lin = %bx * 256 + %tx
+      scf.if %lin < %total { %j = %lin rem %N ; %i = %lin div %N ; body(%i, %j) }
+      gpu.terminator
+    }
+
+A reduction dimension stays an `scf.for` inside the body (one thread per output element;
+block-level reductions are future work). Works for symbolic bounds: the host computes
+%total and %grid from the run-time sizes. Host-side loads and stores (anything left
+outside a launch that touches memory) are refused later by the host plan.
+"""
+from torch_mlir import ir
+from torch_mlir.dialects import arith, gpu, scf
+
+from ember.compiler.ir_walk import collect, named
+
+PASS_NAME = "ember-gpu-loops-to-launches"
+BLOCK_SIZE = 256
+
+
+def _index(value):
+    return arith.ConstantOp(ir.IndexType.get(), value).result
+
+
+def _trip_count(lb, ub, step):
+    # (ub - lb + step - 1) / step, folded by canonicalize for the usual lb = 0, step = 1
+    span = arith.subi(ub, lb)
+    one = _index(1)
+    return arith.divui(arith.addi(span, arith.subi(step, one)), step)
+
+
+def _to_launch(loop):
+    n = len(loop.regions[0].blocks[0].arguments)
+    operands = list(loop.operands)
+    lbs, ubs, steps = operands[:n], operands[n:2 * n], operands[2 * n:3 * n]
+    with ir.InsertionPoint(loop), loop.location:
+        counts = [_trip_count(l, u, s) for l, u, s in zip(lbs, ubs, steps)]
+        total = counts[0]
+        for c in counts[1:]:
+            total = arith.muli(total, c)
+        block = _index(BLOCK_SIZE)
+        grid = arith.ceildivui(total, block)
+        one = _index(1)
+        launch = gpu.LaunchOp((grid, one, one), (block, one, one))
+        body = launch.regions[0].blocks[0] if launch.regions[0].blocks else \
+            launch.regions[0].blocks.append(*([ir.IndexType.get()] * 12))
+    bx, tx = body.arguments[0], body.arguments[3]
+    with ir.InsertionPoint(body), loop.location:
+        lin = arith.addi(arith.muli(bx, _index(BLOCK_SIZE)), tx)
+        inside = arith.cmpi(arith.CmpIPredicate.ult, lin, total)
+        guard = scf.IfOp(inside)
+        gpu.TerminatorOp()
+    then = guard.regions[0].blocks[0]
+    with ir.InsertionPoint(then), loop.location:
+        rest, ivs = lin, [None] * n
+        for d in reversed(range(n)):
+            position = arith.remui(rest, counts[d]) if d else rest
+            if d:
+                rest = arith.divui(rest, counts[d])
+            ivs[d] = arith.addi(lbs[d], arith.muli(position, steps[d]))
+        yield_op = scf.YieldOp([])
+    loop_body = loop.regions[0].blocks[0]
+    for arg, iv in zip(loop_body.arguments, ivs):
+        arg.replace_all_uses_with(iv)
+    for op in list(loop_body.operations):
+        if op.operation.name == "scf.reduce":
+            continue
+        op.operation.move_before(yield_op)
+    loop.erase()
+
+
+def loops_to_launches(module_op, pass_=None):
+    for fn in collect(module_op, named("func.func")):
+        if not fn.regions[0].blocks:
+            continue
+        for op in list(fn.regions[0].blocks[0].operations):
+            if op.operation.name == "scf.parallel":
+                if op.operation.results:
+                    raise ValueError(f"{op.location}: a parallel loop with results (a "
+                                     "parallel reduction) has no GPU mapping yet")
+                _to_launch(op.operation)

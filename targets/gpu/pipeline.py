@@ -1,0 +1,59 @@
+"""The GPU lowering: linalg-on-tensors (after fusion) -> a host function of launches,
+BLAS calls and buffer views, plus one gpu.module per kernel lowered to NVVM or ROCDL.
+
+    func @forward(%x: memref<4x16xf32>, ...) -> memref<4x32xf32> {
+      %a = memref.alloc() ; gpu.launch_func @forward_kernel::@forward_kernel blocks in (..)
+      func.call @ember_gpu_contract_0(%x, %w, %a) {ember.einsum = "ab,cb->ac"} ...
+    }
+    gpu.module @forward_kernel { llvm.func @forward_kernel(...) attributes {nvvm.kernel} }
+
+The host function is not compiled: host_plan.py turns it into a Python launch plan.
+"""
+from ember.compiler.passes import register_python_pass
+from ember.compiler.pipeline import run_pipeline
+from ember.targets.cpu import memref_copy, pipeline as _cpu_pipeline  # noqa: F401 (registers its passes)
+from . import contractions, launches
+
+register_python_pass(contractions.PASS_NAME, contractions.contractions_to_calls,
+                     "f32 multiply-accumulate linalg.generic on memrefs -> a BLAS call of the "
+                     "host plan", "bufferized")
+register_python_pass(launches.PASS_NAME, launches.loops_to_launches,
+                     "top-level scf.parallel -> gpu.launch over a linearised 1-d grid",
+                     "bufferized")
+
+BUFFERIZE = [
+    "ember-read-only-arguments",  # the caller's tensors: copy before writing, never in place
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
+    "canonicalize",
+    memref_copy.PASS_NAME,
+]
+
+TO_KERNELS = [
+    "func.func(linalg-generalize-named-ops)",
+    contractions.PASS_NAME,
+    "func.func(convert-linalg-to-parallel-loops)",
+    launches.PASS_NAME,
+    "canonicalize",
+    # Without sinking, constants (loop bounds, GELU's coefficients) become kernel arguments.
+    "gpu-launch-sink-index-computations",
+    "gpu-kernel-outlining",
+    # Views become reinterpret_casts of a base buffer (torch.as_strided on the host).
+    "expand-strided-metadata",
+    "lower-affine",
+    "canonicalize",
+]
+
+# Inside each gpu.module. `fpowi` (x ** 3) and tanh have no NVVM / ROCDL lowering.
+_KERNEL_PREP = ("lower-affine,convert-scf-to-cf,"
+                "math-expand-ops{ops=ctlz,tan,sinh,cosh,asinh,acosh,atanh,tanh,fpowi,"
+                "roundeven,exp2,ceil,round}")
+TO_NVVM = [f"gpu.module({_KERNEL_PREP},convert-gpu-to-nvvm,canonicalize)",
+           "reconcile-unrealized-casts"]
+TO_ROCDL = [f"gpu.module({_KERNEL_PREP},convert-gpu-to-rocdl,canonicalize)",
+            "reconcile-unrealized-casts"]
+
+
+def lower_to_gpu(module, vendor="cuda", *, print_ir_after_all=False):
+    device = TO_NVVM if vendor == "cuda" else TO_ROCDL
+    return run_pipeline(module, BUFFERIZE + TO_KERNELS + device,
+                        print_ir_after_all=print_ir_after_all, stage=f"{vendor}-lowering")
