@@ -35,7 +35,8 @@ def build_gpu_program(torch_ir, *, vendor="cuda", arch=None, host_executor=False
     from ember.targets.cuda import ptx as cuda_ptx
     from ember.targets.gpu import host_executor as executor
     from ember.targets.gpu.host_plan import HostPlanError, build_host_plan
-    from ember.targets.gpu.llvm_handoff import gpu_modules, kernel_signature, translate_gpu_module
+    from ember.targets.gpu.llvm_handoff import (HandoffError, gpu_modules, kernel_signature,
+                                                translate_gpu_module)
     from ember.targets.gpu.pipeline import lower_to_gpu
 
     if vendor != "cuda":
@@ -65,8 +66,12 @@ def build_gpu_program(torch_ir, *, vendor="cuda", arch=None, host_executor=False
             arguments, steps = build_host_plan(module.operation, importer.ENTRY)
         except HostPlanError as exc:
             return {"ok": False, "stage": "pipeline", "message": str(exc)}
-        with context:
-            unique, alias = _dedupe([translate_gpu_module(g) for g in gpu_modules(module)])
+        try:
+            with context:
+                unique, alias = _dedupe([translate_gpu_module(g)
+                                         for g in gpu_modules(module)])
+        except HandoffError as exc:
+            return {"ok": False, "stage": "pipeline", "message": str(exc)}
     t2 = time.perf_counter()
     try:
         texts = [t for _, t in unique]

@@ -84,7 +84,14 @@ def host_kernel_text(text):
 
 
 def _registers_module():
-    lines = []
+    # a device-side assertion (cf.assert, e.g. an index bound) sets a flag that the
+    # launcher turns into an error after the kernel
+    lines = ["@ember_assert_failed = global i32 0",
+             "define void @__assertfail(ptr %m, ptr %f, i32 %l, ptr %fn, i64 %s) {\n"
+             "  store i32 1, ptr @ember_assert_failed\n  ret void\n}",
+             "define i32 @ember_take_assert_flag() {\n"
+             "  %v = load i32, ptr @ember_assert_failed\n"
+             "  store i32 0, ptr @ember_assert_failed\n  ret i32 %v\n}"]
     for r in _REGISTERS:
         lines.append(f"@ember_{r} = global i32 0")
         lines.append(f"define i32 @ember_sreg_{r}() {{\n"
@@ -154,7 +161,8 @@ def host_object(kernels):
         module.verify()
         linked.link_in(module)
     from ember.targets.cuda.ptx import internalize_and_optimize
-    internalize_and_optimize(linked, {f"ember_run_{n}" for n, _, _ in kernels}, tm, 2)
+    internalize_and_optimize(linked, {f"ember_run_{n}" for n, _, _ in kernels} |
+                             {"ember_take_assert_flag"}, tm, 2)
     return tm.emit_object(linked)
 
 
@@ -175,6 +183,12 @@ class HostExecutor:
                 raise HostExecutorError(f"kernel runner for {name} missing")
             self._run[name] = runner(address)
 
+        self._take_assert_flag = ctypes.CFUNCTYPE(ctypes.c_int32)(
+            self._engine.get_function_address("ember_take_assert_flag"))
+
     def launch(self, name, grid, block, params_address):
         with _LOCK:
             self._run[name](params_address, *grid, *block)
+            if self._take_assert_flag():
+                raise RuntimeError(f"ember: a device-side assertion failed in kernel {name} "
+                                   "(e.g. an index out of range)")

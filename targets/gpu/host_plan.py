@@ -3,7 +3,8 @@ strings, numpy arrays) that the user's process turns into a Python program
 (launch_plan.py). Built in the codegen worker; nothing here runs a kernel.
 
     %a = memref.alloc(%n) : memref<?x32xf32>          ("alloc", 5, "f32", [("slot", 4), 32])
-    gpu.launch_func @k::@k blocks in (%g, 1, 1) ...   ("launch", "k", [grid], [block], [args])
+    gpu.launch_func @k::@k blocks in (%g, 1, 1) ...   ("launch", "k", [grid], [block], [args],
+                                                       bare pointers?)
     call @ember_gpu_contract_0(%x, %w, %a) {einsum}   ("einsum", "ab,cb->ac", [x, w, a])
     %v = memref.reinterpret_cast %base to ...         ("view", 7, 6, offset, sizes, strides)
     return %a                                         ("return", [5])
@@ -17,6 +18,7 @@ import numpy as np
 from torch_mlir import ir
 
 from .contractions import CALL_PREFIX, EINSUM_ATTR
+from .vendor_conversion import BARE_ATTR
 
 _DYNAMIC = -9223372036854775808  # ShapedType.get_dynamic_size()
 
@@ -27,7 +29,7 @@ class HostPlanError(ValueError):
 
 _DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16",
            "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "i1": "bool",
-           "ui8": "uint8"}
+           "ui8": "uint8", "index": "int64"}
 
 # Scalar host arithmetic (sizes, grid dimensions): op name -> the plan's operator name.
 _ARITH = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul",
@@ -79,8 +81,12 @@ def _global_array(global_op):
 class _Builder:
     def __init__(self, module_op):
         self.steps, self.slots = [], {}
-        self.globals = {}
+        self.globals, self.bare_pointers = {}, {}
         for op in module_op.regions[0].blocks[0].operations:
+            if op.operation.name == "gpu.module":
+                name = ir.StringAttr(op.attributes["sym_name"]).value
+                self.bare_pointers[name] = (BARE_ATTR in op.attributes and
+                                            ir.BoolAttr(op.attributes[BARE_ATTR]).value)
             if op.operation.name == "memref.global":
                 name = ir.StringAttr(op.attributes["sym_name"]).value
                 self.globals[name] = op.operation
@@ -192,4 +198,5 @@ def _launch(b, op):
             packed.append(("memref", b.ref(v), ir.MemRefType(v.type).rank))
         else:
             packed.append(("scalar", b.ref(v), str(v.type)))
-    return ("launch", module_name, grid, block, packed)
+    bare = b.bare_pointers.get(module_name, False)
+    return ("launch", module_name, grid, block, packed, bare)

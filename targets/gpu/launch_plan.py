@@ -4,9 +4,12 @@ closures over a slot array. Buffers come from torch's allocator on the launcher'
 `void **kernelParams` array, the exact array cuLaunchKernel reads, and hands it to the
 launcher (cuda_launcher.py on a GPU, host_executor.py in tests).
 
-Memref arguments follow MLIR's default calling convention: a `memref<RxC>` is 7
-parameters, [allocated, aligned, offset, size0, size1, stride0, stride1]; ember passes a
-view's own data pointer twice and offset 0. The count is checked against each kernel's
+A kernel whose buffers have static layouts takes one pointer per buffer
+(vendor_conversion.py); other memref arguments follow MLIR's default calling convention:
+a `memref<RxC>` is 7
+parameters, [allocated, aligned, offset, size0, size1, stride0, stride1]. A view keeps its
+memref offset beside its torch view (a kernel whose memref type has a static offset adds
+it itself), so the pointers passed are those of the view's element 0 minus that offset. The count is checked against each kernel's
 LLVM signature when the plan is built.
 """
 import ctypes
@@ -87,8 +90,13 @@ class LaunchPlan:
                                                            device=device), 0))
         if kind == "global":
             _, k, array = step
-            value = torch.from_numpy(array.copy()).to(self.device)
-            return lambda s: s.__setitem__(k, (value, 0))
+            device, cached = self.device, []
+
+            def constant(s):  # made on the first call: plans are built under fake mode
+                if not cached:
+                    cached.append(torch.from_numpy(array.copy()).to(device))
+                s[k] = (cached[0], 0)
+            return constant
         if kind == "dim":
             _, k, src, index = step
             src, index = _reader(src), _reader(index)
@@ -137,10 +145,10 @@ class LaunchPlan:
         raise LaunchPlanError(f"unknown launch-plan step {kind!r}")
 
     def _launch(self, step, kernels, signatures):
-        _, name, grid, block, args = step
+        _, name, grid, block, args, bare = step
         kernel = kernels[name]
         types = signatures[kernel]
-        expected = sum(3 + 2 * a[2] if a[0] == "memref" else 1 for a in args)
+        expected = sum(1 if a[0] != "memref" or bare else 3 + 2 * a[2] for a in args)
         if expected != len(types):
             raise LaunchPlanError(f"kernel {kernel} takes {len(types)} parameters, the plan "
                                   f"packs {expected}")
@@ -157,10 +165,13 @@ class LaunchPlan:
             values = []
             for kind, read, rank in readers:
                 v = read(s)
-                if kind == "memref":
-                    t = v[0]
-                    p = t.data_ptr()
-                    values += [p, p, 0, *t.shape, *t.stride()]
+                if kind == "memref" and bare:  # the layout is baked into the kernel
+                    values.append(v[0].data_ptr() - v[1] * v[0].element_size())
+                elif kind == "memref":
+                    # the kernel may add a static offset of its memref type itself
+                    t, offset = v[0], v[1]
+                    p = t.data_ptr() - offset * t.element_size()
+                    values += [p, p, offset, *t.shape, *t.stride()]
                 else:
                     values.append(v)
             g, b = [x(s) for x in grid], [x(s) for x in block]

@@ -13,7 +13,8 @@ fastest, so neighbouring threads touch neighbouring elements (coalesced access).
     }
 
 A reduction dimension stays an `scf.for` inside the body (one thread per output element;
-block-level reductions are future work). Works for symbolic bounds: the host computes
+block-level reductions are future work). A top-level sequential loop (a scan) becomes a
+kernel of one thread. Works for symbolic bounds: the host computes
 %total and %grid from the run-time sizes. Host-side loads and stores (anything left
 outside a launch that touches memory) are refused later by the host plan.
 """
@@ -77,6 +78,18 @@ def _to_launch(loop):
     loop.erase()
 
 
+def _sequential_launch(op):
+    """A top-level sequential nest (a scan, a sort) -> one kernel of one thread: slow
+    for big inputs, but the values stay on the device and the order is kept."""
+    with ir.InsertionPoint(op), op.location:
+        one = _index(1)
+        launch = gpu.LaunchOp((one, one, one), (one, one, one))
+        body = launch.regions[0].blocks[0]
+    with ir.InsertionPoint(body), op.location:
+        terminator = gpu.TerminatorOp()
+    op.move_before(terminator)
+
+
 def loops_to_launches(module_op, pass_=None):
     for fn in collect(module_op, named("func.func")):
         if not fn.regions[0].blocks:
@@ -87,3 +100,6 @@ def loops_to_launches(module_op, pass_=None):
                     raise ValueError(f"{op.location}: a parallel loop with results (a "
                                      "parallel reduction) has no GPU mapping yet")
                 _to_launch(op.operation)
+            elif op.operation.name in ("scf.for", "scf.while", "scf.if") and \
+                    not op.operation.results:
+                _sequential_launch(op.operation)

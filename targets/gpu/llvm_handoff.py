@@ -16,6 +16,8 @@ import struct
 from torch_mlir import ir
 from torch_mlir.dialects import llvm as llvm_dialect
 
+from ember.compiler.ir_walk import collect
+
 _TYPE = re.compile(r"\b(half|bfloat|float|double)\b")
 _LITERAL = re.compile(
     r"(?<=[\s(,\[<{])"
@@ -86,9 +88,26 @@ def gpu_modules(module):
     return [o.operation for o in module.body.operations if o.operation.name == "gpu.module"]
 
 
+class HandoffError(ValueError):
+    """A kernel still holds an op that has no LLVM translation."""
+
+
+_TRANSLATABLE = ("llvm.", "nvvm.", "rocdl.")
+
+
+def _check_translatable(gpu_module, name):
+    # translate_module_to_llvmir segfaults on an op it does not know: refuse it first
+    left = sorted({op.name for op in collect(gpu_module, lambda o: True)
+                   if op.name not in ("gpu.module", "builtin.module")
+                   and not op.name.startswith(_TRANSLATABLE)})
+    if left:
+        raise HandoffError(f"kernel {name}: no GPU lowering for {', '.join(left)}")
+
+
 def translate_gpu_module(gpu_module):
     """LLVM IR text of one gpu.module, its kernel renamed to the module's name."""
     name = ir.StringAttr(gpu_module.attributes["sym_name"]).value
+    _check_translatable(gpu_module, name)
     with gpu_module.location:
         inner = ir.Module.create()
         with ir.InsertionPoint(inner.body):

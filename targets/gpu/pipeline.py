@@ -12,14 +12,21 @@ The host function is not compiled: host_plan.py turns it into a Python launch pl
 from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
 from ember.targets.cpu import memref_copy, pipeline as _cpu_pipeline  # noqa: F401 (registers its passes)
-from . import contractions, launches
+from . import contractions, interchange, launches, vendor_conversion
 
 register_python_pass(contractions.PASS_NAME, contractions.contractions_to_calls,
                      "f32 multiply-accumulate linalg.generic on memrefs -> a BLAS call of the "
                      "host plan", "bufferized")
+register_python_pass(interchange.PASS_NAME, interchange.parallel_dims_first,
+                     "permute linalg.generic loops: parallel dimensions before reductions")
 register_python_pass(launches.PASS_NAME, launches.loops_to_launches,
                      "top-level scf.parallel -> gpu.launch over a linearised 1-d grid",
                      "bufferized")
+
+register_python_pass(vendor_conversion.NVVM_PASS_NAME, vendor_conversion.convert_to_nvvm,
+                     "each gpu.module -> NVVM (bare pointers where the kernel's buffers allow)")
+register_python_pass(vendor_conversion.ROCDL_PASS_NAME, vendor_conversion.convert_to_rocdl,
+                     "each gpu.module -> ROCDL (bare pointers where the kernel's buffers allow)")
 
 BUFFERIZE = [
     "ember-read-only-arguments",  # the caller's tensors: copy before writing, never in place
@@ -31,6 +38,7 @@ BUFFERIZE = [
 TO_KERNELS = [
     "func.func(linalg-generalize-named-ops)",
     contractions.PASS_NAME,
+    interchange.PASS_NAME,
     "func.func(convert-linalg-to-parallel-loops)",
     launches.PASS_NAME,
     "canonicalize",
@@ -43,14 +51,8 @@ TO_KERNELS = [
     "canonicalize",
 ]
 
-# Inside each gpu.module. `fpowi` (x ** 3) and tanh have no NVVM / ROCDL lowering.
-_KERNEL_PREP = ("lower-affine,convert-scf-to-cf,"
-                "math-expand-ops{ops=ctlz,tan,sinh,cosh,asinh,acosh,atanh,tanh,fpowi,"
-                "roundeven,exp2,ceil,round}")
-TO_NVVM = [f"gpu.module({_KERNEL_PREP},convert-gpu-to-nvvm,canonicalize)",
-           "reconcile-unrealized-casts"]
-TO_ROCDL = [f"gpu.module({_KERNEL_PREP},convert-gpu-to-rocdl,canonicalize)",
-            "reconcile-unrealized-casts"]
+TO_NVVM = [vendor_conversion.NVVM_PASS_NAME, "reconcile-unrealized-casts"]
+TO_ROCDL = [vendor_conversion.ROCDL_PASS_NAME, "reconcile-unrealized-casts"]
 
 
 def lower_to_gpu(module, vendor="cuda", *, print_ir_after_all=False):
