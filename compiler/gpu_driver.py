@@ -16,9 +16,12 @@ from ember.errors import EmberUnsupportedError
 from ember.runtime import TensorSpec
 from ember.runtime.cache import GLOBAL_CACHE, graph_key
 from . import importer
+from .driver import _output_nodes
 from .graph_outputs import plan_outputs
+from .scalar_prologue import lift_scalar_computations
 from .object_cache import OBJECT_CACHE, request_key
-from .symbolic import has_symbolic_shapes
+from .symbolic import ShapeProgram, has_symbolic_shapes, shape_facts
+from .symbolic_views import split_symbolic_views
 from .worker import CodegenCrash, compile_in_worker
 
 log = logging.getLogger("ember")
@@ -64,8 +67,10 @@ class GpuCompiledGraph:
     """Call: inputs made contiguous, the launch plan run, outputs handed to the graph's
     OutputPlan (eager's aliasing, views and strides)."""
 
-    def __init__(self, launch_plan, input_specs, output_specs, plan, stats=None):
+    def __init__(self, launch_plan, input_specs, output_specs, plan, stats=None,
+                 shapes=None, prologue=None):
         self.launch_plan = launch_plan
+        self.shapes, self.prologue = shapes, prologue
         self.input_specs, self.output_specs = tuple(input_specs), tuple(output_specs)
         self.plan = plan
         self.stats = stats or {}
@@ -74,7 +79,12 @@ class GpuCompiledGraph:
         outs = []
         if self.launch_plan is not None:
             ins = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
-            outs = self.launch_plan(*ins)
+            sizes = ()
+            if self.shapes is not None:
+                if self.prologue is not None:
+                    ins += self.prologue.run(args)
+                sizes, _ = self.shapes.prepare(*ins)
+            outs = self.launch_plan(*ins, sizes=sizes)
             seen = set()
             for k, o in enumerate(outs):  # an output is never an input nor another output
                 if any(o is x for x in ins) or id(o) in seen:
@@ -87,7 +97,7 @@ def compile_gpu_graph(gm, example_inputs, target, options):
     vendor, arch, make_launcher = _launcher_factory(target, example_inputs)
     input_specs = [TensorSpec.of(t) for t in example_inputs]
     key = graph_key(gm, input_specs, f"{target}|{arch}|{host_executor_requested()}",
-                    options or {}, "")
+                    options or {}, shape_facts(gm))
     return GLOBAL_CACHE.get_or_build(key, lambda: _build(gm, input_specs, vendor, arch,
                                                          make_launcher))
 
@@ -99,12 +109,14 @@ def _build(gm, input_specs, vendor, arch, make_launcher):
     plan, kernel_gm = plan_outputs(gm)
     if kernel_gm is None:
         return GpuCompiledGraph(None, input_specs, [], plan)
-    if has_symbolic_shapes(kernel_gm):
-        raise EmberUnsupportedError("dynamic shapes", detail="the GPU targets compile "
-                                    "static shapes only so far")
     t0 = time.perf_counter()
+    shapes = prologue = None
+    if has_symbolic_shapes(kernel_gm):  # as driver.py: sizes from the inputs per call
+        split_symbolic_views(kernel_gm)
+        prologue = lift_scalar_computations(kernel_gm)
+        shapes = ShapeProgram(kernel_gm, [importer._val(n) for n in _output_nodes(kernel_gm)])
     output_specs = _output_specs(kernel_gm)
-    torch_ir = importer.import_to_torch_ir(kernel_gm, None)
+    torch_ir = importer.import_to_torch_ir(kernel_gm, shapes)
     request = {"kind": "gpu", "vendor": vendor, "arch": arch, "torch_ir": torch_ir,
                "host_executor": host_executor_requested(),
                "dump_dir": os.environ.get("EMBER_DUMP_DIR") or None}
@@ -126,9 +138,11 @@ def _build(gm, input_specs, vendor, arch, make_launcher):
         raise EmberCodegenError(f"ember {vendor} code generation failed ({stage}): "
                                 f"{message.strip()}")
     launch_plan = LaunchPlan(reply["arguments"], reply["steps"], reply["kernels"],
-                             reply["signatures"], make_launcher(reply))
+                             reply["signatures"], make_launcher(reply),
+                             shapes.symbol_names() if shapes is not None else ())
     stats = reply["stats"]
     log.info("ember: compiled graph for %s (%d nodes, %d kernel launches, %d distinct "
              "kernels) in %.2fs", vendor, len(gm.graph.nodes), launch_plan.launches,
              stats.get("unique_kernels", 0), time.perf_counter() - t0)
-    return GpuCompiledGraph(launch_plan, input_specs, output_specs, plan, stats)
+    return GpuCompiledGraph(launch_plan, input_specs, output_specs, plan, stats, shapes,
+                            prologue)

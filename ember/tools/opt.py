@@ -19,6 +19,7 @@ from ember.dialects import load_ember_dialects
 from ember.compiler.importer import load_torch_dialects
 
 import ember.targets.cpu.pipeline  # noqa: F401  (registers the CPU passes)
+import ember.targets.gpu.pipeline  # noqa: F401  (registers the GPU passes)
 
 _SPLIT_MARKER = "// -----"
 

@@ -133,6 +133,18 @@ def build_host_plan(module_op, entry):
                 if name == "arith.cmpi" else None
             b.steps.append(("arith", b.slot(op.result), _ARITH[name],
                             [b.ref(v) for v in op.operands], extra))
+        elif name in ("memref.alloc", "memref.alloca") and _is_host_array(op):
+            t = ir.MemRefType(op.result.type)
+            b.steps.append(("host_array", b.slot(op.result), t.shape[0]))
+        elif name == "memref.store" and _is_host_array(op.operands[1].owner):
+            b.steps.append(("store", b.ref(op.operands[0]), b.ref(op.operands[1]),
+                            b.ref(op.operands[2])))
+        elif name == "memref.load" and _is_host_array(op.operands[0].owner):
+            b.steps.append(("load", b.slot(op.result), b.ref(op.operands[0]),
+                            b.ref(op.operands[1])))
+        elif name == "memref.reshape":
+            b.steps.append(("reshape", b.slot(op.result), b.ref(op.operands[0]),
+                            b.ref(op.operands[1])))
         elif name == "memref.alloc" or name == "memref.alloca":
             t = ir.MemRefType(op.result.type)
             if "strided" in str(t.layout):
@@ -162,8 +174,14 @@ def build_host_plan(module_op, entry):
                             b.mixed(strides, dynamic[n_off + n_size:])))
         elif name in ("memref.cast", "memref.assume_alignment"):
             b.steps.append(("alias", b.slot(op.result), b.ref(op.operands[0])))
-        elif name == "memref.dealloc":
-            continue  # torch's allocator frees a buffer when the plan drops it
+        elif name == "ember_shape.symbol":  # a size symbol: the call's ShapeProgram value
+            b.steps.append(("symbol", b.slot(op.result),
+                            ir.StringAttr(op.attributes["name"]).value))
+        elif name == "cf.assert":
+            b.steps.append(("assert", b.ref(op.operands[0]),
+                            ir.StringAttr(op.attributes["msg"]).value))
+        elif name in ("memref.dealloc", "ember_shape.bind"):
+            continue  # torch frees a dropped buffer; a bind states a fact
         elif name == "gpu.launch_func":
             b.steps.append(_launch(b, op))
         elif name == "func.call":
@@ -175,9 +193,29 @@ def build_host_plan(module_op, entry):
         elif name == "func.return":
             b.steps.append(("return", [b.ref(v) for v in op.operands]))
         else:
-            raise HostPlanError(f"{op.location}: '{name}' would run on the host over device "
+            raise HostPlanError(f"'{name}' would run on the host over device "
                                 "memory (no GPU kernel was formed for it)")
     return arguments, b.steps
+
+
+def _is_host_array(op):
+    """A small static 1-d buffer that only host code touches (the shape operand of a
+    dynamic reshape, filled by stores): a Python list, never device memory."""
+    if isinstance(op, ir.Block) or op.name not in ("memref.alloc", "memref.alloca"):
+        return False
+    t = ir.MemRefType(op.result.type)
+    if t.rank != 1 or not t.has_static_shape or str(t.element_type) not in ("i64", "i32",
+                                                                            "index"):
+        return False
+    for use in op.result.uses:
+        owner = use.owner
+        if owner.name == "memref.reshape" and use.operand_number == 1:
+            continue
+        if owner.name in ("memref.store", "memref.load") and (
+                owner.name == "memref.load" or use.operand_number == 1):
+            continue
+        return False
+    return True
 
 
 def _launch(b, op):

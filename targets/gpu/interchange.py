@@ -9,11 +9,13 @@ reduction would otherwise leave an `scf.for` on the host around a launch per row
     linalg.generic {maps = [(d0, d1) -> (d1, d0), (d0, d1) -> (d0)],
                     iterators = [parallel, reduction]}
 
-`linalg.index` ops in the body are renumbered alike.
+`linalg.index` ops in the body are renumbered alike. A rank-0 generic gets one unit
+loop, so that it too becomes a kernel.
 """
 import re
 
 from torch_mlir import ir
+from torch_mlir.dialects import memref
 
 from ember.compiler.ir_walk import collect, named
 
@@ -24,9 +26,30 @@ def _rename(map_text, new_of_old):
     return re.sub(r"\bd(\d+)\b", lambda m: f"d{new_of_old[int(m.group(1))]}", map_text)
 
 
+def _unit_loop(generic):
+    """A rank-0 generic on memrefs (a scalar computed from scalars) -> the same on
+    memref<1xT> views, or it would become no loop at all and run on the host."""
+    with generic.context, ir.InsertionPoint(generic), generic.location:
+        operands = []
+        for v in generic.operands:
+            t = ir.MemRefType(v.type)
+            one = ir.MemRefType.get([1], t.element_type)
+            operands.append(memref.expand_shape(one, v, ir.ArrayAttr.get([]), [], [1]))
+        for i, v in enumerate(operands):
+            generic.operands[i] = v
+        unit = ir.Attribute.parse("affine_map<(d0) -> (d0)>")
+        generic.attributes["indexing_maps"] = ir.ArrayAttr.get([unit] * len(operands))
+        generic.attributes["iterator_types"] = ir.ArrayAttr.get(
+            [ir.Attribute.parse("#linalg.iterator_type<parallel>")])
+
+
 def parallel_dims_first(module_op, pass_=None):
     for generic in collect(module_op, named("linalg.generic")):
         iterators = [str(a) for a in ir.ArrayAttr(generic.attributes["iterator_types"])]
+        if not iterators:
+            if not generic.results:  # on memrefs (the GPU pipeline's place)
+                _unit_loop(generic)
+            continue
         order = ([d for d, i in enumerate(iterators) if "parallel" in i] +
                  [d for d, i in enumerate(iterators) if "parallel" not in i])
         if order == list(range(len(iterators))):

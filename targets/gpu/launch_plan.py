@@ -17,6 +17,7 @@ import math
 import operator
 
 import torch
+import torch._prims_common
 
 _CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
            "i16": ctypes.c_int16, "i8": ctypes.c_int8, "i1": ctypes.c_bool,
@@ -54,8 +55,9 @@ def _reader(ref):
 class LaunchPlan:
     """plan(*inputs) -> list of output tensors."""
 
-    def __init__(self, arguments, steps, kernels, signatures, launcher):
+    def __init__(self, arguments, steps, kernels, signatures, launcher, symbols=()):
         self.launcher = launcher
+        self._symbols = {name: k for k, name in enumerate(symbols)}
         self.device = launcher.device
         self._arguments = arguments
         self._size = 1 + max([a for a in arguments] + [_max_slot(s) for s in steps] + [0])
@@ -128,6 +130,27 @@ class LaunchPlan:
                 s[k] = (t.as_strided([d(s) for d in sizes], [d(s) for d in strides],
                                      origin + off), off)
             return view
+        if kind == "host_array":  # a dynamic reshape's shape, built on the host
+            _, k, n = step
+            return lambda s: s.__setitem__(k, [0] * n)
+        if kind == "store":
+            _, value, array, index = step
+            value, array, index = _reader(value), _reader(array), _reader(index)
+            return lambda s: array(s).__setitem__(index(s), value(s))
+        if kind == "load":
+            _, k, array, index = step
+            array, index = _reader(array), _reader(index)
+            return lambda s: s.__setitem__(k, array(s)[index(s)])
+        if kind == "reshape":  # of an identity-layout buffer: a contiguous view
+            _, k, src, shape = step
+            src, shape = _reader(src), _reader(shape)
+
+            def reshape(s):
+                t, offset = src(s)[:2]
+                dims = list(shape(s))
+                s[k] = (t.as_strided(dims, torch._prims_common.make_contiguous_strides_for(
+                    dims), t.storage_offset()), offset)
+            return reshape
         if kind == "alias":
             _, k, src = step
             src = _reader(src)
@@ -142,6 +165,19 @@ class LaunchPlan:
             return contract
         if kind == "launch":
             return self._launch(step, kernels, signatures)
+        if kind == "symbol":  # the call's size values are in the last slot
+            _, k, name = step
+            index = self._symbols[name]
+            return lambda s: s.__setitem__(k, s[-1][index])
+        if kind == "assert":
+            _, cond, message = step
+            cond = _reader(cond)
+
+            def check(s):
+                if not cond(s):
+                    raise RuntimeError(f"ember: a run-time check of the compiled graph "
+                                       f"failed: {message}")
+            return check
         raise LaunchPlanError(f"unknown launch-plan step {kind!r}")
 
     def _launch(self, step, kernels, signatures):
@@ -183,8 +219,9 @@ class LaunchPlan:
         return run
 
     # -- call --------------------------------------------------------------------------
-    def __call__(self, *inputs):
-        s = [None] * self._size
+    def __call__(self, *inputs, sizes=()):
+        s = [None] * (self._size + 1)
+        s[-1] = sizes
         for k, x in zip(self._arguments, inputs):
             s[k] = (x, 0) if isinstance(x, torch.Tensor) else x
         for step in self._steps:
@@ -203,7 +240,8 @@ def _max_slot(step):
             for y in x:
                 visit(y)
     visit(step[1:])
-    if step[0] in ("const", "arith", "alloc", "global", "dim", "view", "alias"):
+    if step[0] in ("const", "arith", "alloc", "global", "dim", "view", "alias", "symbol",
+                   "host_array", "load", "reshape"):
         found.append(step[1])
     if step[0] == "metadata":
         found += step[1]

@@ -31,18 +31,22 @@ _PREPARE = ("lower-affine,convert-scf-to-cf,"
 _FINISH = "convert-math-to-llvm,convert-arith-to-llvm,canonicalize"
 
 
-def _is_static(memref_type):
-    """Static sizes, strides and offset: the conversion bakes them into the kernel."""
-    t = ir.MemRefType(memref_type)
+def _is_static(value_type):
+    """Not a buffer, or one with static sizes, strides and offset (the conversion bakes
+    them into the kernel)."""
+    try:
+        t = ir.MemRefType(value_type)
+    except ValueError:
+        return True
     return t.has_static_shape and "?" not in str(t.layout)
 
 
 def _kernel_takes_bare_pointers(gpu_module):
     for op in gpu_module.regions[0].blocks[0].operations:
-        if op.operation.name != "gpu.func" or "gpu.kernel" not in op.attributes:
+        if op.operation.name != "gpu.func":
             continue
         for arg in op.regions[0].blocks[0].arguments:
-            if ir.MemRefType.isinstance(arg.type) and not _is_static(arg.type):
+            if not _is_static(arg.type):
                 return False
     return True
 
