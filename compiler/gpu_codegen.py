@@ -86,7 +86,8 @@ def build_gpu_program(torch_ir, *, vendor="cuda", arch=None, host_executor=False
         return {"ok": False, "stage": "llvm", "message": f"{type(exc).__name__}: {exc}"}
     t3 = time.perf_counter()
     stats.update(import_s=t1 - t0, lower_s=t2 - t1, llvm_s=t3 - t2,
-                 kernels=len(alias), unique_kernels=len(unique))
+                 kernels=len(alias), unique_kernels=len(unique),
+                 ptxas_checked=cubin is not None)
     return {"ok": True, "arguments": arguments, "steps": steps, "kernels": alias,
             "signatures": signatures, "ptx": ptx, "cubin": cubin, "arch": arch,
             "host_object": host_object, "stats": stats}

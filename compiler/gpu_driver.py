@@ -27,6 +27,15 @@ from .worker import CodegenCrash, compile_in_worker
 log = logging.getLogger("ember")
 
 
+def default_target(example_inputs):
+    """The target when none is given: the device of the graph's tensors
+    (`torch.compile(model.cuda(), backend="ember")` compiles for the GPU)."""
+    devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
+    if "cuda" in devices:
+        return "rocm" if torch.version.hip else "cuda"
+    return "cpu"
+
+
 def host_executor_requested():
     return os.environ.get("EMBER_GPU_EXECUTOR", "").strip().lower() == "host"
 

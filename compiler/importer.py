@@ -230,7 +230,7 @@ def _linalg_backend_pipeline():
 
 
 TM_TENSOR_LOWERING = ["ember-lower-tm-tensor", "ember-define-scalar-library", "inline",
-                      "symbol-dce"]
+                      "symbol-dce", "ember-check-gather-bounds"]
 
 
 def lower_torch_ir_to_linalg(module):

@@ -101,10 +101,12 @@ def _mutated_inputs():
 
 def _compile_or_fallback(gm, example_inputs, *, options, forward=False):
     from ember.compiler.graph_compiler import compile_fx_graph
+    from ember.compiler.gpu_driver import default_target
 
     strict = _strict(options)
     try:
-        compiled = compile_fx_graph(gm, example_inputs, target=options.get("target", "cpu"),
+        target = options.get("target") or default_target(example_inputs)
+        compiled = compile_fx_graph(gm, example_inputs, target=target,
                                     options=options, strict=strict,
                                     mutated_inputs=_mutated_inputs() if forward else ())
     except Exception as exc:

@@ -100,8 +100,9 @@ class CompiledGraph:
         messages = self.kernel.error_messages
         message = messages[code - 1] if 0 < code <= len(messages) else code
         shapes = ", ".join(str(tuple(s.shape)) for s in self.input_specs)
-        raise RuntimeError(f"ember: a run-time check of the compiled graph failed: {message} "
-                           f"(inputs {shapes})")
+        error = IndexError if str(message).startswith("index out of range") else RuntimeError
+        raise error(f"ember: a run-time check of the compiled graph failed: {message} "
+                    f"(inputs {shapes})")
 
     def __call__(self, *args):
         outs = []

@@ -1,10 +1,11 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
-from . import (concat_of_slices, fold_transpose_into_matmul, form_fusion_groups, generalize_data_movement,
+from . import (concat_of_slices, fold_transpose_into_matmul, gather_bounds, form_fusion_groups, generalize_data_movement,
                inline_fusion_groups, lower_tm_tensor, merge_elementwise, read_only_arguments, scalar_library, shape_exact_reshapes,
                shape_import, shape_resolve_dims, split_reductions, stable_sort)
 
 # name -> callable(op, pass) run on the top-level module.
 PYTHON_PASSES = {
+    gather_bounds.PASS_NAME: gather_bounds.check_gather_bounds,
     fold_transpose_into_matmul.PASS_NAME: fold_transpose_into_matmul.fold_transpose_into_matmul,
     form_fusion_groups.PASS_NAME: form_fusion_groups.form_fusion_groups,
     form_fusion_groups.ISOLATE_PASS_NAME: form_fusion_groups.isolate_named_contractions,
@@ -36,6 +37,7 @@ PIPELINE_ALIASES = {
 }
 
 PASS_DESCRIPTIONS = {
+    gather_bounds.PASS_NAME: "check and clamp data-dependent tensor.extract indices",
     fold_transpose_into_matmul.PASS_NAME: "matmul(A, transpose(B)) -> matmul with a transposed map",
     form_fusion_groups.PASS_NAME: "group linalg ops into ember_fusion.group kernels",
     form_fusion_groups.ISOLATE_PASS_NAME: "nest each named contraction in its own group",

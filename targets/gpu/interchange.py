@@ -30,15 +30,19 @@ def _unit_loop(generic):
     """A rank-0 generic on memrefs (a scalar computed from scalars) -> the same on
     memref<1xT> views, or it would become no loop at all and run on the host."""
     with generic.context, ir.InsertionPoint(generic), generic.location:
-        operands = []
-        for v in generic.operands:
-            t = ir.MemRefType(v.type)
-            one = ir.MemRefType.get([1], t.element_type)
-            operands.append(memref.expand_shape(one, v, ir.ArrayAttr.get([]), [], [1]))
-        for i, v in enumerate(operands):
-            generic.operands[i] = v
+        maps = []
         unit = ir.Attribute.parse("affine_map<(d0) -> (d0)>")
-        generic.attributes["indexing_maps"] = ir.ArrayAttr.get([unit] * len(operands))
+        scalar = ir.Attribute.parse("affine_map<(d0) -> ()>")
+        for i, v in enumerate(list(generic.operands)):
+            try:
+                t = ir.MemRefType(v.type)
+            except ValueError:  # a scalar operand
+                maps.append(scalar)
+                continue
+            one = ir.MemRefType.get([1], t.element_type)
+            generic.operands[i] = memref.expand_shape(one, v, ir.ArrayAttr.get([]), [], [1])
+            maps.append(unit)
+        generic.attributes["indexing_maps"] = ir.ArrayAttr.get(maps)
         generic.attributes["iterator_types"] = ir.ArrayAttr.get(
             [ir.Attribute.parse("#linalg.iterator_type<parallel>")])
 

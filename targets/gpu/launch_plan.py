@@ -56,8 +56,9 @@ class LaunchPlan:
     """plan(*inputs) -> list of output tensors."""
 
     def __init__(self, arguments, steps, kernels, signatures, launcher, symbols=()):
-        self.launcher = launcher
         self._symbols = {name: k for k, name in enumerate(symbols)}
+        self._plan = (arguments, steps, kernels, signatures, symbols)
+        self.launcher = launcher
         self.device = launcher.device
         self._arguments = arguments
         self._size = 1 + max([a for a in arguments] + [_max_slot(s) for s in steps] + [0])
@@ -66,6 +67,10 @@ class LaunchPlan:
         ret = [s for s in steps if s[0] == "return"]
         self._outputs = [_reader(r) for r in (ret[0][1] if ret else [])]
         self.launches = sum(1 for s in steps if s[0] == "launch")
+
+    def with_launcher(self, launcher):
+        """The same plan launching through another launcher (tests: the CUDA driver)."""
+        return LaunchPlan(*self._plan[:4], launcher, self._plan[4])
 
     # -- steps -----------------------------------------------------------------------
     def _build(self, step, kernels, signatures):

@@ -663,3 +663,24 @@ def test_unlowerable_op_of_another_namespace_runs_through_aten_alone():
     ours = [str(m.message) for m in caught if "ember cannot lower" in str(m.message)]
     assert ours and all("cannot lower the graph" not in m for m in ours), ours
     assert any("torch_nn." in m for m in ours), ours
+
+
+@pytest.mark.parametrize("case", ["embedding", "gather", "negative_index"])
+def test_out_of_range_index_raises_index_error_like_eager(case):
+    """torch-mlir's gathers had no bound check: an index of 99 into 10 rows read memory
+    outside the table (garbage values, or a segfault for a large index)."""
+    import torch.nn.functional as F
+
+    w = torch.randn(10, 4)
+    fns = {"embedding": (lambda i, w: F.embedding(i, w), torch.tensor([1, 99, 2])),
+           "gather": (lambda i, w: w.gather(1, i), torch.tensor([[0, 4]] * 10)),
+           "negative_index": (lambda i, w: w[i], torch.tensor([-11]))}
+    fn, bad = fns[case]
+    good = torch.zeros_like(bad)
+    compiled = ember.compile(fn, options={"fallback": False})
+    torch.testing.assert_close(compiled(good, w), fn(good, w))
+    with pytest.raises(IndexError, match="index out of range"):
+        compiled(bad, w)
+    with pytest.raises((IndexError, RuntimeError)):
+        fn(bad, w)  # eager raises too
+    torch.testing.assert_close(compiled(good, w), fn(good, w))  # and recovers
