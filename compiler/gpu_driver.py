@@ -1,10 +1,12 @@
-"""Compile one ATen FX graph for a GPU target (CUDA; ROCm to come): the GPU counterpart
+"""Compile one ATen FX graph for a GPU target (CUDA or ROCm): the GPU counterpart
 of driver.py. Device code is generated in the codegen worker (gpu_codegen.py); here the
 reply becomes a LaunchPlan bound to a launcher:
 
   * CUDA: cuda_launcher (cuda-bindings), buffers on torch's CUDA caching allocator;
+  * ROCm: rocm/launcher.py (hip-python) with the code object;
   * EMBER_GPU_EXECUTOR=host: the same plan and kernel parameters, kernels run on the CPU
-    by host_executor.py (a testing tool for machines without a GPU, CPU tensors).
+    by host_executor.py (a testing tool for machines without a GPU, CPU tensors); with
+    target "rocm" the AMD code object is still built, linked and checked.
 """
 import logging
 import os
@@ -47,9 +49,16 @@ def _launcher_factory(target, example_inputs):
         if devices - {"cpu"}:
             raise EmberUnsupportedError(f"target '{target}'", detail="EMBER_GPU_EXECUTOR=host "
                                         "runs kernels on the CPU and takes CPU tensors")
-        return "cuda", None, lambda reply: _HostLauncher(reply)
+        return target, None, lambda reply: _HostLauncher(reply)
     if target == "rocm":
-        raise EmberUnsupportedError("target 'rocm'", detail="ROCm kernels are not built yet")
+        from ember.targets.rocm.launcher import RocmLauncher, device_arch, rocm_unavailable
+        why = rocm_unavailable()
+        if why:
+            raise EmberUnsupportedError("target 'rocm'", detail=why)
+        if devices - {"cuda"}:
+            raise EmberUnsupportedError("target 'rocm'", detail=f"the graph's inputs are on "
+                                        f"{', '.join(sorted(devices))}, not on the GPU")
+        return "rocm", device_arch(), RocmLauncher
     from ember.targets.cuda.launcher import CudaLauncher, cuda_unavailable, device_arch
     why = cuda_unavailable()
     if why:

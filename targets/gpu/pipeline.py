@@ -55,7 +55,18 @@ TO_NVVM = [vendor_conversion.NVVM_PASS_NAME, "reconcile-unrealized-casts"]
 TO_ROCDL = [vendor_conversion.ROCDL_PASS_NAME, "reconcile-unrealized-casts"]
 
 
-def lower_to_gpu(module, vendor="cuda", *, print_ir_after_all=False):
-    device = TO_NVVM if vendor == "cuda" else TO_ROCDL
-    return run_pipeline(module, BUFFERIZE + TO_KERNELS + device,
+def lower_to_kernels(module, *, print_ir_after_all=False):
+    """Bufferize and form the kernels (gpu.module per launch), vendor-neutral."""
+    return run_pipeline(module, BUFFERIZE + TO_KERNELS, print_ir_after_all=print_ir_after_all,
+                        stage="gpu-kernels")
+
+
+def to_vendor(module, vendor, *, print_ir_after_all=False):
+    """Each gpu.module -> NVVM ("cuda") or ROCDL ("rocm")."""
+    return run_pipeline(module, TO_NVVM if vendor == "cuda" else TO_ROCDL,
                         print_ir_after_all=print_ir_after_all, stage=f"{vendor}-lowering")
+
+
+def lower_to_gpu(module, vendor="cuda", *, print_ir_after_all=False):
+    lower_to_kernels(module, print_ir_after_all=print_ir_after_all)
+    return to_vendor(module, vendor, print_ir_after_all=print_ir_after_all)

@@ -16,11 +16,16 @@ refused it ("uses too much parameter space").
 The choice is recorded on the gpu.module (`ember.bare_pointers`) for the launch plan.
 """
 from torch_mlir import ir
+from torch_mlir.dialects import arith, llvm, scf
 from torch_mlir.passmanager import PassManager
+
+from ember.compiler.ir_walk import collect, named
+from ember.compiler.pipeline import PipelineError
 
 NVVM_PASS_NAME = "ember-gpu-to-nvvm"
 ROCDL_PASS_NAME = "ember-gpu-to-rocdl"
 BARE_ATTR = "ember.bare_pointers"
+ROCM_CHIPSET = "gfx942"
 
 # Before the vendor conversion: `fpowi` (x ** 3) and tanh have no NVVM / ROCDL lowering.
 _PREPARE = ("lower-affine,convert-scf-to-cf,"
@@ -51,6 +56,28 @@ def _kernel_takes_bare_pointers(gpu_module):
     return True
 
 
+def _asserts_to_traps(gpu_module):
+    """ROCDL has no lowering of cf.assert: a failed check traps the wave, as HIP's
+    device-side assert does (the index it guards is clamped already)."""
+    i1 = ir.IntegerType.get_signless(1)
+    for op in collect(gpu_module, named("cf.assert")):
+        with ir.InsertionPoint(op), op.location:
+            bad = arith.xori(op.operands[0], arith.ConstantOp(i1, 1).result)
+            branch = scf.IfOp(bad)
+            with ir.InsertionPoint(branch.then_block):
+                llvm.intr_trap()
+                scf.YieldOp([])
+        op.erase()
+
+
+def _run(op, pipeline):
+    try:
+        PassManager.parse(pipeline).run(op)
+    except Exception as exc:  # MLIRError: name the kernel, keep MLIR's diagnostics
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        raise PipelineError(pipeline.split("(")[0], f"kernel {name}: {exc}") from None
+
+
 def _convert(module_op, vendor):
     for op in list(module_op.regions[0].blocks[0].operations):
         op = op.operation
@@ -59,8 +86,12 @@ def _convert(module_op, vendor):
         with op.context:
             bare = _kernel_takes_bare_pointers(op)
             option = "{use-bare-ptr-memref-call-conv=1}" if bare else ""
-            PassManager.parse(f"gpu.module({_PREPARE},convert-gpu-to-{vendor}{option},"
-                              f"{_FINISH})").run(op)
+            if vendor == "rocdl":  # chipset-specific lowerings target the default arch
+                option = option[:-1] + f" chipset={ROCM_CHIPSET}}}" if option else \
+                    f"{{chipset={ROCM_CHIPSET}}}"
+            if vendor == "rocdl":
+                _asserts_to_traps(op)
+            _run(op, f"gpu.module({_PREPARE},convert-gpu-to-{vendor}{option},{_FINISH})")
             op.attributes[BARE_ATTR] = ir.BoolAttr.get(bare)
 
 

@@ -1,10 +1,12 @@
-"""The GPU target (issue 9) on a machine without a GPU.
+"""The GPU targets (issue 9) on a machine without a GPU.
 
-Every graph is compiled for CUDA (sm_90 PTX, assembled by ptxas) and its kernels run on
+Every graph is compiled for CUDA (sm_90 PTX, assembled by ptxas; with target "rocm" also
+a gfx942 code object linked with --no-undefined) and its kernels run on
 the CPU through the host executor (EMBER_GPU_EXECUTOR=host): the same launch plan and
 the same `void **kernelParams` arrays as a CUDA launch, so numerics, argument packing and
 grid sizes are checked against eager. The CUDA launch itself runs up to the driver call.
 """
+import os
 import warnings
 
 import pytest
@@ -32,9 +34,9 @@ def on_host_executor(monkeypatch):
     return graphs
 
 
-def _compile(fn, dynamic=None):
+def _compile(fn, dynamic=None, target="cuda"):
     return torch.compile(fn, backend="ember", dynamic=dynamic,
-                         options={"target": "cuda", "fallback": False})
+                         options={"target": target, "fallback": False})
 
 
 def _check_ptx_assembled(graphs):
@@ -44,10 +46,33 @@ def _check_ptx_assembled(graphs):
             assert g.stats["ptxas_checked"], "ptxas did not assemble the graph's PTX"
 
 
-def test_the_cuda_toolkit_pieces_are_installed():
-    # the project's test extras bring them (nvidia-cuda-nvcc, nvidia-nvvm)
+def _check_amd_linked(graphs):
+    """Every kernel is in the gfx942 code object (ld.lld --no-undefined) with its
+    64-byte kernel descriptor."""
+    assert graphs
+    for g in graphs:
+        if g.launch_plan is not None and g.launch_plan.launches:
+            assert g.stats["amd_kernels_linked"] == g.stats["unique_kernels"] > 0
+
+
+def _amd_tools():
+    from ember.targets.rocm.code_object import device_library, linker
+    return linker() is not None and device_library("ocml.bc") is not None
+
+
+def _require_amd_tools():
+    """.ci/run installs lld-22 and rocm-device-libs; elsewhere their absence skips."""
+    if not _amd_tools():
+        if os.environ.get("CI"):
+            pytest.fail("CI lacks ld.lld-22 / rocm-device-libs (see .ci/run)")
+        pytest.skip("apt-get install lld-22 rocm-device-libs to test the AMD code objects")
+
+
+def test_the_gpu_toolchain_pieces_are_installed():
+    # the test extras bring ptxas and libdevice (nvidia-cuda-nvcc, nvidia-nvvm)
     assert cuda_tool("ptxas") is not None
     assert cuda_tool("libdevice.10.bc") is not None
+    _require_amd_tools()
 
 
 def _randn(*shape):
@@ -97,17 +122,22 @@ OPS = {
 }
 
 
+@pytest.mark.parametrize("target", ["cuda", "rocm"])
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_op_matches_eager(name, on_host_executor):
+def test_op_matches_eager(name, target, on_host_executor):
+    if target == "rocm":
+        _require_amd_tools()
     fn, make = OPS[name]
     inputs = make()
     with torch.no_grad():
         expected = fn(*inputs)
-        actual = _compile(fn)(*inputs)
+        actual = _compile(fn, target=target)(*inputs)
     low = expected.dtype in (torch.float16, torch.bfloat16)
     torch.testing.assert_close(actual, expected, equal_nan=True,
                                rtol=1e-2 if low else 1e-5, atol=1e-2 if low else 1e-5)
     _check_ptx_assembled(on_host_executor)
+    if target == "rocm":
+        _check_amd_linked(on_host_executor)
 
 
 def test_grad_mode_forward_and_backward(on_host_executor):
@@ -148,15 +178,20 @@ def _hf_model(name):
     return model, inputs, first_tensor
 
 
-@pytest.mark.parametrize("name", ["bert", "gpt2", "resnet"])
-def test_small_models_match_eager(name, on_host_executor):
+@pytest.mark.parametrize("name,target", [("bert", "cuda"), ("gpt2", "rocm"),
+                                         ("resnet", "cuda")])
+def test_small_models_match_eager(name, target, on_host_executor):
+    if target == "rocm":
+        _require_amd_tools()
     model, inputs, first = _hf_model(name)
     with torch.no_grad():
         expected = first(model(*inputs))
-        actual = first(_compile(model)(*inputs))
+        actual = first(_compile(model, target=target)(*inputs))
     scale = expected.abs().max()
     assert ((actual - expected).abs().max() / scale).item() < 1e-5
     _check_ptx_assembled(on_host_executor)
+    if target == "rocm":
+        _check_amd_linked(on_host_executor)
     launches = sum(g.stats.get("kernels", 0) for g in on_host_executor)
     distinct = sum(g.stats.get("unique_kernels", 0) for g in on_host_executor)
     assert 0 < distinct <= launches
