@@ -1,13 +1,15 @@
 """Benchmark: eager vs torch.compile (inductor) vs ember on real HF models, in one run.
 
     python bench/models.py [--models bert,gpt2] [--batch 1,8] [--iters 30] [--no-warm]
+    python bench/models.py --device cuda --dtype float32,bfloat16     (on a GPU)
 
 Per model and batch size: median latency of the three variants (timed in alternating
 rounds: the machine is shared and noisy), the ratios eager/ember and inductor/ember,
 ember's kernels per graph, and compile times: cold (first call, with fresh, empty
 inductor and ember caches made for this run) and warm (the first call in a FRESH
 process that finds the caches this run filled: what a user pays on the next start).
-Geomeans per batch size at the end. `--json out.json` keeps the rows.
+Geomeans per batch size at the end. `--json out.json` keeps the rows. On a GPU each timed
+call ends with a device synchronisation, and ember's target follows the model's device.
 """
 import argparse
 import copy
@@ -28,10 +30,34 @@ import ember
 from ember.models import MODEL_NAMES, build, first_tensor
 
 
+# --device / --dtype of this run (the warm children get them on their command line)
+_SETUP = {"device": "cpu", "dtype": torch.float32}
+
+
+def _synchronized(fn):
+    if _SETUP["device"] != "cuda":
+        return fn
+
+    def call(*args):
+        out = fn(*args)
+        torch.cuda.synchronize()
+        return out
+    return call
+
+
+def _on_device(model, inputs):
+    device, dtype = _SETUP["device"], _SETUP["dtype"]
+    model = model.to(device=device, dtype=dtype)
+    inputs = [x.to(device=device, dtype=dtype if x.is_floating_point() else x.dtype)
+              for x in inputs]
+    return model, inputs
+
+
 def _interleaved_median_ms(fns, inputs, iters, rounds=5, warmup=3):
     """Median latency per variant, measured in alternating rounds so that a slow spell of
     the machine (shared hosts have them) hits every variant alike."""
     times = {name: [] for name in fns}
+    fns = {name: _synchronized(fn) for name, fn in fns.items()}
     with torch.no_grad():
         for fn in fns.values():
             for _ in range(warmup):
@@ -69,7 +95,7 @@ def _compile_both(name, batch):
     """(model, inputs, inductor fn, ember fn, row with compile times and kernel counts)."""
     torch.manual_seed(0)
     model, inputs = build(name, scale="bench", batch=batch)
-    model = model.eval()
+    model, inputs = _on_device(model.eval(), inputs)
     row = {"model": name, "batch": batch}
     torch._dynamo.reset()
     inductor = torch.compile(model)
@@ -109,7 +135,9 @@ def bench_model(name, batch, iters):
 
 def _warm_compile(name, batch):
     """Compile times in a fresh process that finds this run's caches."""
-    out = subprocess.run([sys.executable, __file__, "--warm-child", name, str(batch)],
+    out = subprocess.run([sys.executable, __file__, "--warm-child", name, str(batch),
+                          "--device", _SETUP["device"],
+                          "--dtype", str(_SETUP["dtype"]).replace("torch.", "")],
                          capture_output=True, text=True, env=os.environ.copy())
     for line in out.stdout.splitlines():
         if line.startswith("{"):
@@ -137,8 +165,14 @@ def main(argv=None):
     p.add_argument("--iters", type=int, default=30, help="timed calls per variant")
     p.add_argument("--no-warm", action="store_true", help="skip the warm-start processes")
     p.add_argument("--json", help="write the rows to this file")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--dtype", default="float32",
+                   help="model dtypes, comma-separated (float32, bfloat16, float16)")
     p.add_argument("--warm-child", nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    _SETUP["device"] = args.device
+    dtypes = [getattr(torch, d) for d in args.dtype.split(",") if d]
+    _SETUP["dtype"] = dtypes[0]
     if args.warm_child:
         _warm_child(*args.warm_child)
         return 0
@@ -152,9 +186,23 @@ def main(argv=None):
           f"{'eager/emb':>9s} {'ind/emb':>7s} {'ind compile':>12s} {'ember compile':>13s} "
           f"{'kernels':>9s} {'max err':>8s} {'fb':>3s}")
     rows = []
+    for dtype in dtypes:
+        _SETUP["dtype"] = dtype
+        if len(dtypes) > 1 or args.device != "cpu":
+            print(f"-- {args.device}, {str(dtype).replace('torch.', '')}")
+        rows += _run_table(names, batches, args)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+def _run_table(names, batches, args):
+    rows = []
     for batch in batches:
         for name in names:
             r = bench_model(name, batch, args.iters)
+            r["device"], r["dtype"] = args.device, str(_SETUP["dtype"])
             warm = ({"inductor_compile_s": float("nan"), "ember_compile_s": float("nan")}
                     if args.no_warm else _warm_compile(name, batch))
             r["inductor_warm_s"], r["ember_warm_s"] = (warm["inductor_compile_s"],
@@ -173,10 +221,7 @@ def main(argv=None):
               f", inductor/ember {geo([r['inductor_ms'] / r['ember_ms'] for r in rs]):.3f}"
               f", compile ember/inductor cold "
               f"{geo([r['ember_compile_s'] / r['inductor_compile_s'] for r in rs]):.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ def _limit_bytes():
 # Every package whose code can change what the codegen worker produces.
 _PACKAGES = ("ember", "ember.compiler", "ember.compiler.passes", "ember.dialects",
              "ember.targets", "ember.targets.cpu", "ember.targets.gpu", "ember.targets.cuda",
+             "ember.targets.rocm",
              "ember.runtime")
 
 
@@ -97,6 +98,9 @@ def request_key(request):
     h.update(repr((request.get("opt_level", 3), request.get("in_place", []),
                    request.get("kind"), request.get("vendor"), request.get("arch"),
                    request.get("host_executor"))).encode())
+    if request.get("kind") == "gpu":
+        from ember.targets.cuda.ptx import toolchain_fingerprint
+        h.update(toolchain_fingerprint().encode())
     h.update(request["torch_ir"])
     return h.hexdigest()
 

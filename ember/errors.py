@@ -16,3 +16,8 @@ class EmberUnsupportedError(EmberError):
         if detail:
             msg += f": {detail}"
         super().__init__(msg)
+
+
+class EmberIndexError(IndexError, RuntimeError):
+    """An index out of range found by a compiled graph's run-time check. Eager raises
+    IndexError for embedding / indexing and RuntimeError for gather: this is both."""

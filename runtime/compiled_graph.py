@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 import torch
 from torch._prims_common import make_contiguous_strides_for
 
+from ember.errors import EmberIndexError
 from .workspace_size import size_function
 
 try:  # what inductor's generated code allocates with: 3x cheaper than torch.empty
@@ -100,7 +101,7 @@ class CompiledGraph:
         messages = self.kernel.error_messages
         message = messages[code - 1] if 0 < code <= len(messages) else code
         shapes = ", ".join(str(tuple(s.shape)) for s in self.input_specs)
-        error = IndexError if str(message).startswith("index out of range") else RuntimeError
+        error = EmberIndexError if str(message).startswith("index out of range") else RuntimeError
         raise error(f"ember: a run-time check of the compiled graph failed: {message} "
                     f"(inputs {shapes})")
 

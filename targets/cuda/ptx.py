@@ -122,3 +122,22 @@ def check_with_ptxas(ptx, arch=DEFAULT_ARCH):
             raise PtxError(f"ptxas rejected ember's PTX for {arch}: {done.stderr.strip()}")
         with open(out, "rb") as f:
             return f.read()
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_fingerprint():
+    """What else shapes GPU binaries besides ember's and llvmlite's code: the ptxas
+    release, libdevice, and the AMD linker and device libraries (a disk-cache key part)."""
+    from ember.targets.rocm.code_object import device_library, linker
+
+    parts = []
+    ptxas = cuda_tool("ptxas")
+    if ptxas:
+        done = subprocess.run([ptxas, "--version"], capture_output=True, text=True)
+        parts.append(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ptxas)
+    for path in (libdevice_path(), linker(), device_library("ocml.bc"),
+                 device_library("ockl.bc")):
+        if path:
+            st = os.stat(path)
+            parts.append(f"{path}:{st.st_size}:{int(st.st_mtime)}")
+    return "|".join(parts)

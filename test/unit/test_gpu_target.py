@@ -277,3 +277,55 @@ def test_cuda_launch_packs_kernel_params_up_to_the_driver_call(on_host_executor)
         assert calls
         pytest.skip(f"no CUDA driver: the launch reached cuLaunchKernel ({type(exc).__name__})")
     assert torch.cuda.is_available()
+
+
+def _real_gpu_or_skip():
+    why = cuda_launcher.cuda_unavailable()
+    if why:
+        pytest.skip(f"no CUDA GPU here: {why}")
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "linear_gelu", "slice_offset",
+                                  "cumsum_scan", "embedding", "bfloat16_matmul"])
+def test_on_a_real_gpu(name):
+    """On a CUDA machine: the same ops with CUDA tensors, the target picked from them."""
+    _real_gpu_or_skip()
+    fn, make = OPS[name]
+    inputs = [x.cuda() for x in make()]
+    with torch.no_grad():
+        expected = fn(*inputs)
+        actual = torch.compile(fn, backend="ember", options={"fallback": False})(*inputs)
+    assert actual.device.type == "cuda"
+    low = expected.dtype in (torch.float16, torch.bfloat16)
+    torch.testing.assert_close(actual, expected, rtol=1e-2 if low else 1e-4,
+                               atol=1e-2 if low else 1e-4)
+
+
+def test_a_model_on_a_real_gpu():
+    _real_gpu_or_skip()
+    model, inputs, first = _hf_model("bert")
+    model, inputs = model.cuda(), [x.cuda() for x in inputs]
+    with torch.no_grad():
+        expected = first(model(*inputs))
+        actual = first(torch.compile(model, backend="ember",
+                                     options={"fallback": False})(*inputs))
+    assert ((actual - expected).abs().max() / expected.abs().max()).item() < 1e-4
+
+
+def test_device_code_comes_from_the_disk_cache_the_second_time(on_host_executor):
+    """A new process (here: emptied in-memory caches) loads the PTX / cubin / host object
+    from the disk cache instead of compiling again."""
+    from ember.compiler.object_cache import OBJECT_CACHE
+    from ember.runtime.cache import GLOBAL_CACHE
+
+    fn = lambda a: torch.tanh(a) * a.sum(-1, keepdim=True)  # noqa: E731
+    x = torch.randn(6, 7)
+    with torch.no_grad():
+        first = _compile(fn)(x)
+        hits = OBJECT_CACHE.hits
+        GLOBAL_CACHE.clear()
+        torch._dynamo.reset()
+        second = _compile(fn)(x)
+    assert OBJECT_CACHE.hits == hits + 1
+    torch.testing.assert_close(first, second, rtol=0, atol=0)
+    torch.testing.assert_close(first, fn(x), rtol=1e-5, atol=1e-5)

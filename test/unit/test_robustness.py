@@ -542,7 +542,7 @@ def test_failed_run_time_check_raises_instead_of_aborting():
     fast = compile_strict(gather)
     good = torch.tensor([[0], [3], [1]])
     torch.testing.assert_close(fast(x, good), gather(x, good))
-    with pytest.raises(RuntimeError, match="index must be smaller than dim size"):
+    with pytest.raises(RuntimeError, match="index must be smaller than dim size|index out of range"):
         fast(x, torch.tensor([[0], [7], [1]]))
     torch.testing.assert_close(fast(x, good), gather(x, good))  # the code was reset
 
