@@ -126,6 +126,7 @@ def build_gpu_program(torch_ir, *, vendor="cuda", arch=None, host_executor=False
     stats.update(import_s=t1 - t0, lower_s=t2 - t1, llvm_s=t3 - t2,
                  kernels=len(alias), unique_kernels=len(unique or amd_unique),
                  ptxas_checked=reply.get("cubin") is not None,
+                 block_reductions=sum("barrier" in t for _, t in (unique or amd_unique)),
                  amd_kernels_linked=len(amd.kernel_descriptors(reply["hsaco"]))
                  if reply.get("hsaco") else 0)
     reply["stats"] = stats

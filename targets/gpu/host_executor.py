@@ -16,8 +16,9 @@ and each kernel gets a grid runner that walks every block and thread in turn:
       params[i] (what cuLaunchKernel reads), call @k(...)
     }
 
-Kernels that synchronise (barriers, shared memory) would need threads of a block to run
-concurrently and are refused. Building the object runs in the codegen worker; loading it
+Kernels with barriers (shared-memory reductions) run each thread of a block as an OS
+thread (`@ember_thread_<k>`), the barrier calling back into the launcher; the special
+registers are read from a per-thread context passed as a new first kernel parameter. Building the object runs in the codegen worker; loading it
 here only links it (targets/cpu/loader.py).
 """
 import ctypes
@@ -63,67 +64,113 @@ def _math_wrappers(text):
     return out, needs
 
 
-def host_kernel_text(text):
+_BARRIER = re.compile(r"@llvm\.nvvm\.barrier[\w.]*\([^)]*\)")
+
+
+def uses_barriers(text):
+    return bool(_BARRIER.search(text))
+
+
+def host_kernel_text(text, name):
     """The kernel IR of one gpu.module rewritten to run on the host (see above)."""
-    if "addrspace(3)" in text or "barrier" in text:
-        raise HostExecutorError("the kernel synchronises threads or uses shared memory")
     text = text.replace("define ptx_kernel ", "define ")
+    # shared memory: an ordinary global (one block runs at a time)
+    text = text.replace(" addrspace(3)", "")
+    if "addrspacecast" in text:
+        raise HostExecutorError("the kernel casts between address spaces")
+    text = _BARRIER.sub("@ember_barrier()", text)
+    # special registers: read from the calling thread's context, a new first parameter
     text = _SREG.sub(lambda m: f"@ember_sreg_{m.group(1)}_{m.group(2)}", text)
+    text = re.sub(r"@(ember_sreg_\w+)\(\)", r"@\1(ptr %ember.ctx)", text)
+    text = text.replace(f"define void @{name}(", f"define void @{name}(ptr %ember.ctx, ", 1)
     wrappers, needs = _math_wrappers(text)
     kept = []
     for line in text.split("\n"):
         m = _DECLARE.match(line)
-        if m and m.group(1).startswith("__nv_"):
+        if m and (m.group(1).startswith("__nv_") or m.group(1).startswith("llvm.nvvm.barrier")):
             continue
         kept.append(line)
     text = "\n".join(kept)
     left = set(re.findall(r"@llvm\.nvvm\.[\w.]+", text))
     if left:
         raise HostExecutorError(f"no host version of {', '.join(sorted(left))}")
+    if "declare void @ember_barrier()" not in text:
+        needs.add("declare void @ember_barrier()")
     return text + "\n" + "\n".join(wrappers) + "\n" + "\n".join(sorted(needs)) + "\n"
 
 
 def _registers_module():
     # a device-side assertion (cf.assert, e.g. an index bound) sets a flag that the
-    # launcher turns into an error after the kernel
+    # launcher turns into an error after the kernel; a block barrier calls back into
+    # the launcher (threads of a block are OS threads then)
     lines = ["@ember_assert_failed = global i32 0",
              "define void @__assertfail(ptr %m, ptr %f, i32 %l, ptr %fn, i64 %s) {\n"
              "  store i32 1, ptr @ember_assert_failed\n  ret void\n}",
              "define i32 @ember_take_assert_flag() {\n"
              "  %v = load i32, ptr @ember_assert_failed\n"
-             "  store i32 0, ptr @ember_assert_failed\n  ret i32 %v\n}"]
-    for r in _REGISTERS:
-        lines.append(f"@ember_{r} = global i32 0")
-        lines.append(f"define i32 @ember_sreg_{r}() {{\n"
-                     f"  %v = load i32, ptr @ember_{r}\n  ret i32 %v\n}}")
+             "  store i32 0, ptr @ember_assert_failed\n  ret i32 %v\n}",
+             "@ember_barrier_fn = global ptr null",
+             "define void @ember_set_barrier(ptr %f) {\n"
+             "  store ptr %f, ptr @ember_barrier_fn\n  ret void\n}",
+             "define void @ember_barrier() {\n  %f = load ptr, ptr @ember_barrier_fn\n"
+             "  call void %f()\n  ret void\n}"]
+    for k, r in enumerate(_REGISTERS):
+        lines.append(f"define i32 @ember_sreg_{r}(ptr %c) {{\n"
+                     f"  %p = getelementptr i32, ptr %c, i64 {k}\n"
+                     f"  %v = load i32, ptr %p\n  ret i32 %v\n}}")
     return "\n".join(lines)
 
 
-def _runner(kernel, param_types):
-    """`@ember_run_<kernel>(ptr %params, i64 gx, gy, gz, bx, by, bz)`: every thread of the
-    grid in turn, arguments read from the kernelParams array."""
-    loads, args = [], []
+def _store_register(register, value, k):
+    return (f"  %rp{k} = getelementptr i32, ptr %ctx, i64 {_REGISTERS.index(register)}\n"
+            f"  store i32 {value}, ptr %rp{k}")
+
+
+def _loads(param_types):
+    loads, args = [], ["ptr %ctx"]
     for i, t in enumerate(param_types):
         loads.append(f"  %pp{i} = getelementptr ptr, ptr %params, i64 {i}\n"
                      f"  %pa{i} = load ptr, ptr %pp{i}\n  %v{i} = load {t}, ptr %pa{i}")
         args.append(f"{t} %v{i}")
-    dims = ["gx", "gy", "gz", "bx", "by", "bz"]
-    regs = ["nctaid_x", "nctaid_y", "nctaid_z", "ntid_x", "ntid_y", "ntid_z"]
-    stores = "\n".join(f"  %t_{d} = trunc i64 %{d} to i32\n  store i32 %t_{d}, ptr @ember_{r}"
-                       for d, r in zip(dims, regs))
-    # linear index -> (tx, ty, tz, cx, cy, cz), thread x fastest
-    order = [("bx", "tid_x"), ("by", "tid_y"), ("bz", "tid_z"),
-             ("gx", "ctaid_x"), ("gy", "ctaid_y"), ("gz", "ctaid_z")]
-    split, rest = [], "%lin"
+    return "\n".join(loads), ", ".join(args)
+
+
+_DIMS = ["gx", "gy", "gz", "bx", "by", "bz"]
+_SIZE_REGISTERS = ["nctaid_x", "nctaid_y", "nctaid_z", "ntid_x", "ntid_y", "ntid_z"]
+
+
+def _sizes_into_context():
+    return "\n".join(f"  %t_{d} = trunc i64 %{d} to i32\n" + _store_register(r, f"%t_{d}", d)
+                     for d, r in zip(_DIMS, _SIZE_REGISTERS))
+
+
+def _split(linear, order, tag):
+    """Stores of `linear` split over (size, register) pairs, first fastest."""
+    out, rest = [], linear
     for k, (d, r) in enumerate(order):
-        split.append(f"  %q{k} = urem i64 {rest}, %{d}\n  %r{k} = trunc i64 %q{k} to i32\n"
-                     f"  store i32 %r{k}, ptr @ember_{r}\n  %n{k} = udiv i64 {rest}, %{d}")
-        rest = f"%n{k}"
+        out.append(f"  %{tag}q{k} = urem i64 {rest}, %{d}\n"
+                   f"  %{tag}r{k} = trunc i64 %{tag}q{k} to i32\n"
+                   + _store_register(r, f"%{tag}r{k}", f"{tag}{k}") +
+                   f"\n  %{tag}n{k} = udiv i64 {rest}, %{d}")
+        rest = f"%{tag}n{k}"
+    return "\n".join(out)
+
+
+_THREAD_ORDER = [("bx", "tid_x"), ("by", "tid_y"), ("bz", "tid_z")]
+_BLOCK_ORDER = [("gx", "ctaid_x"), ("gy", "ctaid_y"), ("gz", "ctaid_z")]
+_SIGNATURE = "ptr %params, i64 %gx, i64 %gy, i64 %gz, i64 %bx, i64 %by, i64 %bz"
+
+
+def _runner(kernel, param_types):
+    """`@ember_run_<kernel>(ptr %params, i64 gx, .., i64 bz)`: every thread of the grid
+    in turn (kernels without barriers), arguments read from the kernelParams array."""
+    loads, args = _loads(param_types)
     return f"""
-define void @ember_run_{kernel}(ptr %params, i64 %gx, i64 %gy, i64 %gz, i64 %bx, i64 %by, i64 %bz) {{
+define void @ember_run_{kernel}({_SIGNATURE}) {{
 entry:
-{stores}
-{chr(10).join(loads)}
+  %ctx = alloca [12 x i32]
+{_sizes_into_context()}
+{loads}
   %g1 = mul i64 %gx, %gy
   %g2 = mul i64 %g1, %gz
   %b1 = mul i64 %bx, %by
@@ -133,10 +180,40 @@ entry:
   br i1 %empty, label %done, label %loop
 loop:
   %lin = phi i64 [0, %entry], [%next, %loop]
-{chr(10).join(split)}
-  call void @{kernel}({", ".join(args)})
+{_split("%lin", _THREAD_ORDER + _BLOCK_ORDER, "a")}
+  call void @{kernel}({args})
   %next = add i64 %lin, 1
   %more = icmp ult i64 %next, %total
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}}
+"""
+
+
+def _thread_runner(kernel, param_types):
+    """`@ember_thread_<kernel>(..., i64 %t)`: thread %t of every block in turn, for
+    kernels with barriers: the launcher runs one OS thread per thread of a block, all
+    meeting at each barrier and at the end of each block."""
+    loads, args = _loads(param_types)
+    return f"""
+define void @ember_thread_{kernel}({_SIGNATURE}, i64 %t) {{
+entry:
+  %ctx = alloca [12 x i32]
+{_sizes_into_context()}
+{_split("%t", _THREAD_ORDER, "t")}
+{loads}
+  %g1 = mul i64 %gx, %gy
+  %blocks = mul i64 %g1, %gz
+  %empty = icmp eq i64 %blocks, 0
+  br i1 %empty, label %done, label %loop
+loop:
+  %lin = phi i64 [0, %entry], [%next, %loop]
+{_split("%lin", _BLOCK_ORDER, "c")}
+  call void @{kernel}({args})
+  call void @ember_barrier()
+  %next = add i64 %lin, 1
+  %more = icmp ult i64 %next, %blocks
   br i1 %more, label %loop, label %done
 done:
   ret void
@@ -153,16 +230,17 @@ def host_object(kernels):
     tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
     linked = llvm.parse_assembly(_registers_module())
     linked.triple, linked.data_layout = llvm.get_default_triple(), str(tm.target_data)
+    exported = {"ember_take_assert_flag", "ember_set_barrier"}
     for name, text, types in kernels:
-        host = host_kernel_text(text)
-        registers = "\n".join(f"@ember_{r} = external global i32" for r in _REGISTERS)
-        module = llvm.parse_assembly(host + registers + _runner(name, types))
+        host = host_kernel_text(text, name)
+        runner = (_thread_runner if uses_barriers(text) else _runner)(name, types)
+        exported.add(("ember_thread_" if uses_barriers(text) else "ember_run_") + name)
+        module = llvm.parse_assembly(host + runner)
         module.triple, module.data_layout = linked.triple, linked.data_layout
         module.verify()
         linked.link_in(module)
     from ember.targets.cuda.ptx import internalize_and_optimize
-    internalize_and_optimize(linked, {f"ember_run_{n}" for n, _, _ in kernels} |
-                             {"ember_take_assert_flag"}, tm, 2)
+    internalize_and_optimize(linked, exported, tm, 2)
     return tm.emit_object(linked)
 
 
@@ -176,19 +254,55 @@ class HostExecutor:
         from ember.targets.cpu.loader import load_objects
         self._engine = load_objects([object_bytes])
         runner = ctypes.CFUNCTYPE(None, ctypes.c_void_p, *[ctypes.c_int64] * 6)
-        self._run = {}
+        threaded = ctypes.CFUNCTYPE(None, ctypes.c_void_p, *[ctypes.c_int64] * 7)
+        self._run, self._threaded = {}, {}
         for name in kernel_names:
             address = self._engine.get_function_address(f"ember_run_{name}")
+            if address:
+                self._run[name] = runner(address)
+                continue
+            address = self._engine.get_function_address(f"ember_thread_{name}")
             if not address:
                 raise HostExecutorError(f"kernel runner for {name} missing")
-            self._run[name] = runner(address)
-
+            self._threaded[name] = threaded(address)
         self._take_assert_flag = ctypes.CFUNCTYPE(ctypes.c_int32)(
             self._engine.get_function_address("ember_take_assert_flag"))
+        self._barrier = None
+        self._barrier_hook = ctypes.CFUNCTYPE(None)(self._wait)
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
+            self._engine.get_function_address("ember_set_barrier"))(
+            ctypes.cast(self._barrier_hook, ctypes.c_void_p))
+
+    def _wait(self):
+        self._barrier.wait()
 
     def launch(self, name, grid, block, params_address):
         with _LOCK:
-            self._run[name](params_address, *grid, *block)
+            if name in self._run:
+                self._run[name](params_address, *grid, *block)
+            else:
+                self._launch_threads(name, grid, block, params_address)
             if self._take_assert_flag():
                 raise RuntimeError(f"ember: a device-side assertion failed in kernel {name} "
                                    "(e.g. an index out of range)")
+
+    def _launch_threads(self, name, grid, block, params_address):
+        """One OS thread per thread of a block (the compiled code runs without the GIL);
+        they meet at every barrier and after every block."""
+        count = block[0] * block[1] * block[2]
+        self._barrier = threading.Barrier(count, timeout=600)
+        run = self._threaded[name]
+        errors = []
+
+        def thread(t):
+            try:
+                run(params_address, *grid, *block, t)
+            except Exception as exc:  # pragma: no cover - a broken barrier
+                errors.append(exc)
+        workers = [threading.Thread(target=thread, args=(t,)) for t in range(count)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        if errors:
+            raise HostExecutorError(f"kernel {name}: {errors[0]}")

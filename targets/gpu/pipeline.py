@@ -12,13 +12,16 @@ The host function is not compiled: host_plan.py turns it into a Python launch pl
 from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
 from ember.targets.cpu import memref_copy, pipeline as _cpu_pipeline  # noqa: F401 (registers its passes)
-from . import contractions, interchange, launches, vendor_conversion
+from . import block_reductions, contractions, interchange, launches, vendor_conversion
 
 register_python_pass(contractions.PASS_NAME, contractions.contractions_to_calls,
                      "f32 multiply-accumulate linalg.generic on memrefs -> a BLAS call of the "
                      "host plan", "bufferized")
 register_python_pass(interchange.PASS_NAME, interchange.parallel_dims_first,
                      "permute linalg.generic loops: parallel dimensions before reductions")
+register_python_pass(block_reductions.PASS_NAME, block_reductions.block_reductions,
+                     "reductions -> one block per output, a shared-memory tree of partials",
+                     "bufferized")
 register_python_pass(launches.PASS_NAME, launches.loops_to_launches,
                      "top-level scf.parallel -> gpu.launch over a linearised 1-d grid",
                      "bufferized")
@@ -39,6 +42,7 @@ TO_KERNELS = [
     "func.func(linalg-generalize-named-ops)",
     contractions.PASS_NAME,
     interchange.PASS_NAME,
+    block_reductions.PASS_NAME,
     "func.func(convert-linalg-to-parallel-loops)",
     launches.PASS_NAME,
     "canonicalize",

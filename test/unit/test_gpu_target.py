@@ -92,6 +92,12 @@ OPS = {
     "softmax": (lambda a: a.softmax(-1), lambda: [_randn(2, 3, 50)]),
     "log_softmax": (lambda a: F.log_softmax(a, 1), lambda: [_randn(5, 20)]),
     "layer_norm": (lambda a: F.layer_norm(a, (64,)), lambda: [_randn(3, 64)]),
+    # block reductions (shared memory, barriers): a row longer than a block, a row
+    # shorter than one, a max, a column reduction
+    "long_row_softmax": (lambda a: a.softmax(-1), lambda: [_randn(3, 1000)]),
+    "row_sum_100": (lambda a: (a * a).sum(-1), lambda: [_randn(5, 100)]),
+    "row_max_int": (lambda a: a.amax(-1), lambda: [torch.randint(-99, 99, (4, 129))]),
+    "column_sum": (lambda a: a.sum(0), lambda: [_randn(200, 7)]),
     "mm": (lambda a, b: a @ b, lambda: [_randn(7, 13), _randn(13, 5)]),
     "bmm_transposed": (lambda a, b: a @ b.transpose(-1, -2),
                        lambda: [_randn(2, 6, 8), _randn(2, 5, 8)]),
@@ -138,6 +144,8 @@ def test_op_matches_eager(name, target, on_host_executor):
     _check_ptx_assembled(on_host_executor)
     if target == "rocm":
         _check_amd_linked(on_host_executor)
+    if name in ("long_row_softmax", "row_sum_100", "row_max_int", "layer_norm"):
+        assert sum(g.stats["block_reductions"] for g in on_host_executor) > 0
 
 
 def test_grad_mode_forward_and_backward(on_host_executor):
