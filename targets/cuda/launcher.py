@@ -62,7 +62,10 @@ class CudaLauncher:
 
     def __init__(self, reply):
         driver = _driver()
-        torch.cuda.current_device()  # torch's primary context is current in this thread
+        torch.zeros(1, device="cuda")  # torch's primary context exists and is current
+        self._device = torch.cuda.current_device()
+        self._context = check(driver.cuDevicePrimaryCtxRetain(
+            check(driver.cuDeviceGet(self._device), "cuDeviceGet")), "retaining the context")
         module = None
         if reply.get("cubin"):
             result = driver.cuModuleLoadData(reply["cubin"])
@@ -77,12 +80,20 @@ class CudaLauncher:
                            for name in reply["signatures"]}
 
     def launch(self, name, grid, block, params_address):
-        launch_kernel(self._functions[name], grid, block,
-                      torch.cuda.current_stream().cuda_stream, params_address)
+        stream = torch.cuda.current_stream(self._device).cuda_stream
+        result = launch_kernel(self._functions[name], grid, block, stream, params_address,
+                               checked=False)
+        driver = _driver()
+        if result[0] == driver.CUresult.CUDA_ERROR_INVALID_CONTEXT:
+            # a thread where torch never made its context current (not autograd's)
+            check(driver.cuCtxSetCurrent(self._context), "cuCtxSetCurrent")
+            result = launch_kernel(self._functions[name], grid, block, stream,
+                                   params_address, checked=False)
+        check(result, f"launching kernel {name}")
 
 
-def launch_kernel(function, grid, block, stream, params_address):
+def launch_kernel(function, grid, block, stream, params_address, checked=True):
     """cuLaunchKernel with a `void **kernelParams` array at `params_address`."""
     driver = _driver()
-    check(driver.cuLaunchKernel(function, *grid, *block, 0, stream, params_address, 0),
-          "cuLaunchKernel")
+    result = driver.cuLaunchKernel(function, *grid, *block, 0, stream, params_address, 0)
+    return check(result, "cuLaunchKernel") if checked else result
