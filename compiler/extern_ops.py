@@ -106,10 +106,11 @@ def _nonzero_scalar_divisor(node):
 _CONVOLUTIONS = (torch.ops.aten.convolution.default, torch.ops.aten.convolution_backward.default)
 
 
-def classify(node, conv="ember"):
+def classify(node, conv="ember", low_casts=False):
     """None if ember compiles `node`; else ('design' | 'unsupported', reason). With
     conv="aten", the convolutions the decompositions left (see
-    conv_decomposition._cheap_in_ember) run through ATen."""
+    conv_decomposition._cheap_in_ember) run through ATen. With low_casts (GPU targets),
+    casts between f32 and f16 / bf16 are compiled."""
     if node.op != "call_function":
         return None
     if node.target is operator.getitem:
@@ -137,6 +138,9 @@ def classify(node, conv="ember"):
     if _uneven_adaptive_max_pool(node):
         return ("unsupported", "windows of unequal sizes (input size not a multiple of "
                 "the output size, or symbolic)")
+    if low_casts and node.target in _CASTS and all(
+            t.dtype in SUPPORTED_DTYPES or t.dtype in _LOW for t in outs + ins):
+        return None  # GPU targets: a kernel rounds to / widens from f16 / bf16
     for t in outs + ins:
         if t.dtype not in SUPPORTED_DTYPES:
             return ("unsupported", f"dtype {str(t.dtype).replace('torch.', '')} is not compiled")
@@ -145,7 +149,11 @@ def classify(node, conv="ember"):
     return None
 
 
-def extern_nodes(gm, conv="ember"):
+_CASTS = (aten._to_copy.default, torch.ops.prims.convert_element_type.default)
+_LOW = (torch.float16, torch.bfloat16)
+
+
+def extern_nodes(gm, conv="ember", low_casts=False):
     """{node: (kind, reason)} for every node that runs through ATen by the static rules."""
     out = {}
     for node in gm.graph.nodes:
@@ -155,7 +163,7 @@ def extern_nodes(gm, conv="ember"):
             if node.args[0] in out:
                 out[node] = out[node.args[0]]
             continue
-        why = classify(node, conv)
+        why = classify(node, conv, low_casts)
         if why is not None:
             out[node] = why
     return out

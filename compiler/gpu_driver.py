@@ -134,7 +134,7 @@ def _build(gm, input_specs, vendor, arch, make_launcher):
         prologue = lift_scalar_computations(kernel_gm)
         shapes = ShapeProgram(kernel_gm, [importer._val(n) for n in _output_nodes(kernel_gm)])
     output_specs = _output_specs(kernel_gm)
-    torch_ir = importer.import_to_torch_ir(kernel_gm, shapes)
+    torch_ir = importer.import_to_torch_ir(kernel_gm, shapes, target=vendor)
     request = {"kind": "gpu", "vendor": vendor, "arch": arch, "torch_ir": torch_ir,
                "host_executor": host_executor_requested(),
                "dump_dir": os.environ.get("EMBER_DUMP_DIR") or None}

@@ -126,9 +126,12 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict, mutated_inp
     rename_aliases(gm)
     if low_precision.has_low_precision(gm):
         low_precision.upcast(gm)
+        if target != "cpu":
+            low_precision.gemms_in_low_precision(gm)
     zero_dim.lift_zero_dim(gm)
     extern = {}  # node -> (kind, reason)
-    for node, (kind, reason) in extern_ops.extern_nodes(gm, options.get("conv", "aten")).items():
+    for node, (kind, reason) in extern_ops.extern_nodes(gm, options.get("conv", "aten"),
+                                                        low_casts=target != "cpu").items():
         extern[node] = (kind, _describe_node_error(node, reason))
     _keep_size_arithmetic_compiled(gm, extern)
     for node, (kind, err) in extern.items():

@@ -7,6 +7,7 @@ import contextlib
 import functools
 import io
 import logging
+import os
 import re
 
 import torch
@@ -116,8 +117,14 @@ def _diagnostic_head(message, max_lines=12):
     return "\n".join(l[:300] for l in lines[start:start + max_lines])
 
 
-def check_graph_is_importable(gm):
-    """Reject what the importer or our static-shape runtime cannot take, before importing."""
+def check_graph_is_importable(gm, target="cpu"):
+    """Reject what the importer or our static-shape runtime cannot take, before importing.
+    GPU targets take tensors on the GPU, and f16 / bf16 values (the casts around the GEMMs
+    they run in low precision, compiler/low_precision.py)."""
+    gpu = target != "cpu"
+    supported = _SUPPORTED_DTYPES | ({torch.float16, torch.bfloat16} if gpu else set())
+    devices = ("cuda",) if gpu and not os.environ.get("EMBER_GPU_EXECUTOR") else \
+        ("cpu",) if not gpu else ("cpu", "cuda")
     for node in gm.graph.nodes:
         if node.op not in ("placeholder", "output"):
             continue
@@ -131,13 +138,14 @@ def check_graph_is_importable(gm):
                 continue  # a size (or size arithmetic) passed as a scalar argument
             if not isinstance(v, torch.Tensor):
                 raise EmberUnsupportedError(what, _describe(v), "only tensors are supported here")
-            if v.dtype not in _SUPPORTED_DTYPES:
+            if v.dtype not in supported:
                 raise EmberUnsupportedError(what, _describe(v), f"dtype {v.dtype} not supported")
-            if v.device.type != "cpu":
-                raise EmberUnsupportedError(what, _describe(v), f"device {v.device} for target cpu")
+            if v.device.type not in devices:
+                raise EmberUnsupportedError(what, _describe(v),
+                                            f"device {v.device} for target {target}")
     for node in gm.graph.nodes:
         if node.op == "call_function" and isinstance(_val(node), torch.Tensor):
-            if _val(node).dtype not in _SUPPORTED_DTYPES:
+            if _val(node).dtype not in supported:
                 raise EmberUnsupportedError(str(node.target), node_input_shapes(node),
                                             f"dtype {_val(node).dtype} not supported")
 
@@ -197,11 +205,11 @@ def _import_graph(importer, gm, shapes):
         import_symbolic_graph(importer, gm, ENTRY, shapes)
 
 
-def import_to_torch_ir(gm, shapes=None):
+def import_to_torch_ir(gm, shapes=None, target="cpu"):
     """FX graph -> torch-dialect MLIR bytecode (pure IR construction, in the user's process).
 
     The lowering to linalg (which can crash on odd shapes) runs in the codegen worker."""
-    check_graph_is_importable(gm)
+    check_graph_is_importable(gm, target)
     with torch_context() as (context, diagnostics):
         try:
             importer = new_fx_importer(context)

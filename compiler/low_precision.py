@@ -96,3 +96,76 @@ def _attr(gm, node):
     for part in node.target.split("."):
         value = getattr(value, part)
     return value
+
+
+_GEMMS = (aten.mm.default, aten.bmm.default, aten.addmm.default)
+_CASTS = (aten._to_copy.default, torch.ops.prims.convert_element_type.default)
+
+
+def _low_source(node):
+    """The f16 / bf16 value `node` is a widening of (through casts), or None."""
+    while isinstance(node, torch.fx.Node):
+        # what the user's program had: upcast() widened the value itself
+        if _is_low(_val(node)) or _is_low(node.meta.get(USER_VAL)):
+            return node
+        if node.op != "call_function" or node.target not in _CASTS or not node.args:
+            return None
+        node = node.args[0]
+    return None
+
+
+def _gemm_dtype(node):
+    """The low dtype a GEMM runs in: the user's program's own (a bf16 mm), or that of
+    operands that are all widened from one low dtype (a decomposed bf16 linear)."""
+    user = node.meta.get(USER_VAL)
+    if _is_low(user):
+        return user.dtype
+    tensors = [a for a in node.args if isinstance(a, torch.fx.Node)]
+    sources = [_low_source(a) for a in tensors]
+    if not tensors or None in sources:
+        return None
+    dtypes = {(_val(s) if _is_low(_val(s)) else s.meta[USER_VAL]).dtype for s in sources}
+    return dtypes.pop() if len(dtypes) == 1 else None
+
+
+def gemms_in_low_precision(gm):
+    """GPU targets: a GEMM the user's program runs in float16/bfloat16 runs in that dtype
+    through the vendor BLAS (tensor cores), as eager does; the rest stays in f32. Its
+    operands are rounded to the low dtype by the ember kernels that produce them, its
+    result widened by the kernels that read it. Call after upcast(). Returns gm.
+
+        after upcast:  %c = mm(%a32, %b32)                                  (f32 GEMM)
+        after this:    %a16 = _to_copy(%a32, bf16) ; %b16 = _to_copy(%b32, bf16)
+                       %c16 = mm(%a16, %b16)  [ATen: cuBLAS in bf16, f32 accumulation]
+                       %c = _to_copy(%c16, f32)
+    """
+    graph = gm.graph
+    fake_inputs = [_val(n) for n in graph.nodes if n.op == "placeholder"]
+    changed = False
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in _GEMMS:
+            continue
+        low = _gemm_dtype(node)
+        if low is None:
+            continue
+        with graph.inserting_before(node):
+            args = []
+            for a in node.args:
+                if isinstance(a, torch.fx.Node):
+                    source = _low_source(a)
+                    if source is not None and getattr(_val(source), "dtype", None) == low:
+                        a = source  # widened only for this GEMM: use the low value itself
+                    else:
+                        a = graph.call_function(aten._to_copy.default, (a,), {"dtype": low})
+                args.append(a)
+        node.args = tuple(args)
+        node.meta[EXTERN_TAG] = ("a float16/bfloat16 GEMM runs in its dtype through the "
+                                 "vendor BLAS")
+        with graph.inserting_after(node):
+            wide = graph.call_function(aten._to_copy.default, (node,),
+                                       {"dtype": torch.float32})
+        node.replace_all_uses_with(wide, delete_user_cb=lambda u: u is not wide)
+        changed = True
+    if changed:
+        refresh_meta(gm, fake_inputs)
+    return gm

@@ -114,6 +114,22 @@ def _registers_module():
              "  store ptr %f, ptr @ember_barrier_fn\n  ret void\n}",
              "define void @ember_barrier() {\n  %f = load ptr, ptr @ember_barrier_fn\n"
              "  call void %f()\n  ret void\n}"]
+    # float -> bfloat rounding (nearest even, NaN kept quiet): the x86 backend calls
+    # compiler-rt's __truncsfbf2 for it, which this process does not have
+    lines.append("""define bfloat @__truncsfbf2(float %f) {
+  %b = bitcast float %f to i32
+  %nan = fcmp uno float %f, %f
+  %high = lshr i32 %b, 16
+  %odd = and i32 %high, 1
+  %bias = add i32 %odd, 32767
+  %rounded = add i32 %b, %bias
+  %r = lshr i32 %rounded, 16
+  %quiet = or i32 %high, 64
+  %bits = select i1 %nan, i32 %quiet, i32 %r
+  %t = trunc i32 %bits to i16
+  %o = bitcast i16 %t to bfloat
+  ret bfloat %o
+}""")
     for k, r in enumerate(_REGISTERS):
         lines.append(f"define i32 @ember_sreg_{r}(ptr %c) {{\n"
                      f"  %p = getelementptr i32, ptr %c, i64 {k}\n"
@@ -230,7 +246,7 @@ def host_object(kernels):
     tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
     linked = llvm.parse_assembly(_registers_module())
     linked.triple, linked.data_layout = llvm.get_default_triple(), str(tm.target_data)
-    exported = {"ember_take_assert_flag", "ember_set_barrier"}
+    exported = {"ember_take_assert_flag", "ember_set_barrier", "__truncsfbf2"}
     for name, text, types in kernels:
         host = host_kernel_text(text, name)
         runner = (_thread_runner if uses_barriers(text) else _runner)(name, types)
