@@ -31,6 +31,25 @@ def preload():
     importer.torch_context  # noqa: B018
 
 
+def lower_to_linalg(torch_ir):
+    """(linalg-on-tensors module, None), or (None, the failed reply: stage 'import' with
+    torch-mlir's diagnostics, or 'lowerable' with the ops it left)."""
+    from ember.compiler import importer
+
+    with importer.torch_context() as (context, diagnostics):
+        with context:
+            module = ir.Module.parse(torch_ir)
+        try:
+            importer.lower_torch_ir_to_linalg(module)
+        except Exception as exc:
+            return None, {"ok": False, "stage": "import",
+                          "message": "\n".join(diagnostics + [str(exc)])}
+    leftover = importer.leftover_ops(module)
+    if leftover:
+        return None, {"ok": False, "stage": "lowerable", "ops": leftover, "message": ""}
+    return module, None
+
+
 def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph", in_place=()):
     """Compile torch-dialect bytecode; return a dict:
     ok=True: objects (bytes each, compiled in parallel: object_emission.py), workspace_bytes, stats, error_messages (run-time checks),
@@ -47,16 +66,9 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph", in_place
 
     stats = {}
     t0 = time.perf_counter()
-    with importer.torch_context() as (context, diagnostics):
-        with context:
-            module = ir.Module.parse(torch_ir)
-        try:
-            importer.lower_torch_ir_to_linalg(module)
-        except Exception as exc:
-            return {"ok": False, "stage": "import", "message": "\n".join(diagnostics + [str(exc)])}
-    leftover = importer.leftover_ops(module)
-    if leftover:
-        return {"ok": False, "stage": "lowerable", "ops": leftover, "message": ""}
+    module, failure = lower_to_linalg(torch_ir)
+    if failure:
+        return failure
     _dump(dump_dir, name, "linalg", module)
     t1 = time.perf_counter()
     try:

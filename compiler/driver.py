@@ -114,23 +114,7 @@ def _build(gm, input_specs, example_inputs=(), mutated_inputs=()):
                "name": f"graph{_dump_count[0]:03d}", "opt_level": _opt_level(shapes is not None),
                "in_place": candidates}
     # A dump asks for the IR of each stage: only a real compile writes it.
-    key = request_key(request) if dump_dir is None else None
-    reply = OBJECT_CACHE.load(key) if key else None
-    from_disk = reply is not None
-    if reply is None:
-        try:
-            reply = compile_in_worker(request)
-        except CodegenCrash as exc:
-            raise EmberCodegenError(str(exc)) from None
-        if key:
-            OBJECT_CACHE.store(key, reply)
-    if not reply["ok"]:
-        stage, message = reply["stage"], reply.get("message", "")
-        if stage == "lowerable":
-            raise importer.unsupported_from_leftovers(kernel_gm, reply["ops"])
-        if stage in ("import", "pipeline"):
-            raise importer.unsupported_from_message(kernel_gm, message)
-        raise EmberCodegenError(f"ember code generation failed ({stage}): {message.strip()}")
+    reply, from_disk = compile_request(request, kernel_gm)
     num_sizes = len(shapes.symbols) if shapes is not None else 0
     # inputs (tensors and lifted scalars), outputs, size arguments, workspace
     arg_types = [_arg_type(v) for v in kernel_inputs] + ["ptr"] * len(output_specs)
@@ -154,6 +138,30 @@ def _build(gm, input_specs, example_inputs=(), mutated_inputs=()):
     return CompiledGraph(kernel, input_specs, output_specs, plan, reply["workspace_bytes"],
                          shapes=shapes, prologue=prologue, input_strides=input_strides,
                          in_place=reply.get("in_place", ()))
+
+
+def compile_request(request, kernel_gm, what="ember"):
+    """The codegen worker's reply to `request`, from the disk cache when it holds it
+    (a request that dumps IR always compiles); raise the error a failed reply names.
+    Returns (reply, whether it came from the disk)."""
+    key = request_key(request) if request.get("dump_dir") is None else None
+    reply = OBJECT_CACHE.load(key) if key else None
+    from_disk = reply is not None
+    if reply is None:
+        try:
+            reply = compile_in_worker(request)
+        except CodegenCrash as exc:
+            raise EmberCodegenError(str(exc)) from None
+        if key:
+            OBJECT_CACHE.store(key, reply)
+    if not reply["ok"]:
+        stage, message = reply["stage"], reply.get("message", "")
+        if stage == "lowerable":
+            raise importer.unsupported_from_leftovers(kernel_gm, reply["ops"])
+        if stage in ("import", "pipeline"):
+            raise importer.unsupported_from_message(kernel_gm, message)
+        raise EmberCodegenError(f"{what} code generation failed ({stage}): {message.strip()}")
+    return reply, from_disk
 
 
 _INPUT_TYPES = (torch.Tensor, int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)

@@ -7,7 +7,7 @@ kernels are deduplicated by their LLVM text with the name taken out.
 """
 import time
 
-from ember.compiler.codegen import _dump
+from ember.compiler.codegen import _dump, lower_to_linalg
 from ember.targets.rocm import code_object as amd
 
 
@@ -81,37 +81,31 @@ def build_gpu_program(torch_ir, *, vendor="cuda", arch=None, host_executor=False
 
     stats = {}
     t0 = time.perf_counter()
-    with importer.torch_context() as (context, diagnostics):
-        with context:
-            module = ir.Module.parse(torch_ir)
-        try:
-            importer.lower_torch_ir_to_linalg(module)
-        except Exception as exc:
-            return {"ok": False, "stage": "import", "message": "\n".join(diagnostics + [str(exc)])}
-        leftover = importer.leftover_ops(module)
-        if leftover:
-            return {"ok": False, "stage": "lowerable", "ops": leftover, "message": ""}
-        t1 = time.perf_counter()
-        try:
-            fuse(module, stats)
-            _dump(dump_dir, name, "fused", module)
-            lower_to_kernels(module)
-            amd_module = None
-            if vendor == "rocm":
-                with context:
-                    amd_module = ir.Module.parse(str(module))
-                to_vendor(amd_module, "rocm")
-                _dump(dump_dir, name, "rocm", amd_module)
-            if vendor == "cuda" or host_executor:
-                to_vendor(module, "cuda")
-                _dump(dump_dir, name, "cuda", module)
-            arguments, steps = build_host_plan((amd_module or module).operation, importer.ENTRY)
-            amd_unique, alias = _translate(amd_module, context) if amd_module else (None, None)
-            unique = None
-            if vendor == "cuda" or host_executor:
-                unique, alias = _translate(module, context)
-        except (PipelineError, HostPlanError, HandoffError) as exc:
-            return {"ok": False, "stage": "pipeline", "message": str(exc)}
+    module, failure = lower_to_linalg(torch_ir)
+    if failure:
+        return failure
+    context = module.context
+    t1 = time.perf_counter()
+    try:
+        fuse(module, stats)
+        _dump(dump_dir, name, "fused", module)
+        lower_to_kernels(module)
+        amd_module = None
+        if vendor == "rocm":
+            with context:
+                amd_module = ir.Module.parse(str(module))
+            to_vendor(amd_module, "rocm")
+            _dump(dump_dir, name, "rocm", amd_module)
+        if vendor == "cuda" or host_executor:
+            to_vendor(module, "cuda")
+            _dump(dump_dir, name, "cuda", module)
+        arguments, steps = build_host_plan((amd_module or module).operation, importer.ENTRY)
+        amd_unique, alias = _translate(amd_module, context) if amd_module else (None, None)
+        unique = None
+        if vendor == "cuda" or host_executor:
+            unique, alias = _translate(module, context)
+    except (PipelineError, HostPlanError, HandoffError) as exc:
+        return {"ok": False, "stage": "pipeline", "message": str(exc)}
     t2 = time.perf_counter()
     reply = {"ok": True, "arguments": arguments, "steps": steps, "kernels": alias}
     try:

@@ -8,6 +8,7 @@ reply becomes a LaunchPlan bound to a launcher:
     by host_executor.py (a testing tool for machines without a GPU, CPU tensors); with
     target "rocm" the AMD code object is still built, linked and checked.
 """
+import contextlib
 import logging
 import os
 import time
@@ -18,13 +19,11 @@ from ember.errors import EmberUnsupportedError
 from ember.runtime import TensorSpec
 from ember.runtime.cache import GLOBAL_CACHE, graph_key
 from . import importer
-from .driver import _output_nodes
+from .driver import _output_nodes, _output_specs, compile_request
 from .graph_outputs import plan_outputs
 from .scalar_prologue import lift_scalar_computations
-from .object_cache import OBJECT_CACHE, request_key
 from .symbolic import ShapeProgram, has_symbolic_shapes, shape_facts
 from .symbolic_views import split_symbolic_views
-from .worker import CodegenCrash, compile_in_worker
 
 log = logging.getLogger("ember")
 
@@ -50,23 +49,22 @@ def _launcher_factory(target, example_inputs):
             raise EmberUnsupportedError(f"target '{target}'", detail="EMBER_GPU_EXECUTOR=host "
                                         "runs kernels on the CPU and takes CPU tensors")
         return target, None, lambda reply: _HostLauncher(reply)
-    if target == "rocm":
-        from ember.targets.rocm.launcher import RocmLauncher, device_arch, rocm_unavailable
-        why = rocm_unavailable()
-        if why:
-            raise EmberUnsupportedError("target 'rocm'", detail=why)
-        if devices - {"cuda"}:
-            raise EmberUnsupportedError("target 'rocm'", detail=f"the graph's inputs are on "
-                                        f"{', '.join(sorted(devices))}, not on the GPU")
-        return "rocm", device_arch(), RocmLauncher
-    from ember.targets.cuda.launcher import CudaLauncher, cuda_unavailable, device_arch
-    why = cuda_unavailable()
+    why, device_arch, launcher = _device_launcher(target)
     if why:
-        raise EmberUnsupportedError("target 'cuda'", detail=why)
+        raise EmberUnsupportedError(f"target '{target}'", detail=why)
     if devices - {"cuda"}:
-        raise EmberUnsupportedError("target 'cuda'", detail=f"the graph's inputs are on "
+        raise EmberUnsupportedError(f"target '{target}'", detail=f"the graph's inputs are on "
                                     f"{', '.join(sorted(devices))}, not on the GPU")
-    return "cuda", device_arch(), CudaLauncher
+    return target, device_arch(), launcher
+
+
+def _device_launcher(target):
+    """(why the target cannot launch here or None, its device_arch(), its launcher)."""
+    if target == "rocm":
+        from ember.targets.rocm import launcher as rocm
+        return rocm.rocm_unavailable(), rocm.device_arch, rocm.RocmLauncher
+    from ember.targets.cuda import launcher as cuda
+    return cuda.cuda_unavailable(), cuda.device_arch, cuda.CudaLauncher
 
 
 class _HostLauncher:
@@ -79,6 +77,23 @@ class _HostLauncher:
 
     def launch(self, name, grid, block, params_address):
         self._executor.launch(name, grid, block, params_address)
+
+
+@contextlib.contextmanager
+def record_graphs():
+    """Collect every GpuCompiledGraph built inside the block (tests and tools read their
+    stats: kernels, ptxas, AMD link)."""
+    global _build
+    graphs, build = [], _build
+
+    def recording(*args, **kwargs):
+        graphs.append(build(*args, **kwargs))
+        return graphs[-1]
+    _build = recording
+    try:
+        yield graphs
+    finally:
+        _build = build
 
 
 class GpuCompiledGraph:
@@ -122,7 +137,6 @@ def compile_gpu_graph(gm, example_inputs, target, options):
 
 def _build(gm, input_specs, vendor, arch, make_launcher):
     from ember.targets.gpu.launch_plan import LaunchPlan
-    from .driver import EmberCodegenError, _output_specs
 
     plan, kernel_gm = plan_outputs(gm)
     if kernel_gm is None:
@@ -138,23 +152,7 @@ def _build(gm, input_specs, vendor, arch, make_launcher):
     request = {"kind": "gpu", "vendor": vendor, "arch": arch, "torch_ir": torch_ir,
                "host_executor": host_executor_requested(),
                "dump_dir": os.environ.get("EMBER_DUMP_DIR") or None}
-    key = request_key(request) if request["dump_dir"] is None else None
-    reply = OBJECT_CACHE.load(key) if key else None
-    if reply is None:
-        try:
-            reply = compile_in_worker(request)
-        except CodegenCrash as exc:
-            raise EmberCodegenError(str(exc)) from None
-        if key:
-            OBJECT_CACHE.store(key, reply)
-    if not reply["ok"]:
-        stage, message = reply["stage"], reply.get("message", "")
-        if stage == "lowerable":
-            raise importer.unsupported_from_leftovers(kernel_gm, reply["ops"])
-        if stage in ("import", "pipeline"):
-            raise importer.unsupported_from_message(kernel_gm, message)
-        raise EmberCodegenError(f"ember {vendor} code generation failed ({stage}): "
-                                f"{message.strip()}")
+    reply, _ = compile_request(request, kernel_gm, f"ember {vendor}")
     launch_plan = LaunchPlan(reply["arguments"], reply["steps"], reply["kernels"],
                              reply["signatures"], make_launcher(reply),
                              shapes.symbol_names() if shapes is not None else ())

@@ -64,3 +64,15 @@ def is_identity_static_memref(t):
     """A memref type with static shape and identity layout: one bare pointer carries it."""
     return (isinstance(t, ir.MemRefType) and t.has_static_shape
             and t.affine_map == ir.AffineMap.get_identity(t.rank))
+
+
+def clone_remapped(op, mapping):
+    """Clone `op` at the current insertion point, its operands looked up in `mapping`
+    (old value -> new), and record its results there."""
+    clone = op.clone()
+    for i, v in enumerate(clone.operands):
+        if v in mapping:
+            clone.operands[i] = mapping[v]
+    for old, new in zip(op.results, clone.results):
+        mapping[old] = new
+    return clone

@@ -18,15 +18,7 @@ def check_model(name, target, dynamic):
     from ember.compiler import gpu_driver
     from ember.models import build, first_tensor
 
-    graphs = []
-    build_graph = gpu_driver._build
-
-    def recording(*args, **kwargs):
-        graph = build_graph(*args, **kwargs)
-        graphs.append(graph)
-        return graph
-    gpu_driver._build = recording
-    try:
+    with gpu_driver.record_graphs() as graphs:
         torch._dynamo.reset()
         model, inputs = build(name, "small", 2)
         compiled = torch.compile(model, backend="ember", dynamic=dynamic or None,
@@ -37,8 +29,6 @@ def check_model(name, target, dynamic):
             expected = first_tensor(model(*inputs))
             actual = first_tensor(compiled(*inputs))
         seconds = time.perf_counter() - t
-    finally:
-        gpu_driver._build = build_graph
     stats = [g.stats for g in graphs if g.launch_plan is not None]
     return {"model": name, "rel_err": ((actual - expected).abs().max() /
                                        expected.abs().max()).item(),

@@ -19,7 +19,7 @@ another one simply runs on one thread.
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, memref
 
-from ember.compiler.ir_walk import (constant_attr, defining_op, entry_functions,
+from ember.compiler.ir_walk import (clone_remapped, constant_attr, defining_op, entry_functions,
                                     is_identity_static_memref, symbol_name)
 from .runtime_symbols import openmp_available
 
@@ -179,12 +179,7 @@ def _outline(entry, loop, plan, name, d):
         n = len(loop.regions[0].blocks[0].arguments)
         lb, step = _const_index(ops[d]), _const_index(ops[2 * n + d])
         for o in plan.recreate:
-            clone = o.clone()
-            for i, v in enumerate(clone.operands):
-                if v in mapping:
-                    clone.operands[i] = mapping[v]
-            for old, new in zip(o.results, clone.results):
-                mapping[old] = new
+            clone_remapped(o, mapping)
         trip = _trip_counts(loop)
         tid = arith.index_cast(index, block.arguments[0])
         nt = arith.index_cast(index, block.arguments[1])

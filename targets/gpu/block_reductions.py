@@ -25,7 +25,8 @@ it is the contiguous one). Other reductions keep one thread per output element.
 from torch_mlir import ir
 from torch_mlir.dialects import affine, arith, gpu, memref, scf
 
-from ember.compiler.ir_walk import collect, named
+from ember.compiler.ir_walk import clone_remapped, collect, named
+from .launches import delinearize, new_launch
 
 PASS_NAME = "ember-gpu-block-reductions"
 THREADS = 128
@@ -125,12 +126,7 @@ def _element(generic, maps, ivs, combine, skip_index):
         if op.name == "linalg.index":
             mapping[op.result] = ivs[ir.IntegerAttr(op.attributes["dim"]).value]
             continue
-        clone = op.clone()
-        for i, v in enumerate(clone.operands):
-            if v in mapping:
-                clone.operands[i] = mapping[v]
-        for old, new in zip(op.results, clone.results):
-            mapping[old] = new
+        clone_remapped(op, mapping)
     value = combine.operands[skip_index]
     return mapping.get(value, value)
 
@@ -152,10 +148,7 @@ def _to_block_reduction(generic, combiner, bounds, maps):
             rows = arith.muli(rows, s)
         if n == 1:
             rows = _index(1)
-        one, threads = _index(1), _index(THREADS)
-        launch = gpu.LaunchOp((rows, one, one), (threads, one, one))
-        body = launch.regions[0].blocks[0] if launch.regions[0].blocks else \
-            launch.regions[0].blocks.append(*([ir.IndexType.get()] * 12))
+        launch, body = new_launch(rows, _index(THREADS))
         workgroup = ir.Attribute.parse("#gpu.address_space<workgroup>")
         shared_type = ir.MemRefType.get([THREADS], element_type, memory_space=workgroup)
         partial = body.add_argument(shared_type, generic.location)
@@ -164,11 +157,7 @@ def _to_block_reduction(generic, combiner, bounds, maps):
     bx, tx = body.arguments[0], body.arguments[3]
     R = sizes[-1]
     with ir.InsertionPoint(body), generic.location:
-        rest, ivs = bx, [None] * n
-        for d in reversed(range(n - 1)):
-            ivs[d] = arith.remui(rest, sizes[d]) if d else rest
-            if d:
-                rest = arith.divui(rest, sizes[d])
+        ivs = delinearize(bx, sizes[:-1]) + [None]
         c_threads = _index(THREADS)
         valid = arith.minui(R, c_threads)
         has = arith.cmpi(arith.CmpIPredicate.ult, tx, R)

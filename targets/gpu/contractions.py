@@ -77,8 +77,7 @@ def contractions_to_calls(module_op, pass_=None):
         count += 1
         types = [v.type for v in generic.operands]
         with ir.InsertionPoint.at_block_begin(top), generic.location:
-            decl = func.FuncOp(name, ir.FunctionType.get(types, []), visibility="private")
-        del decl
+            func.FuncOp(name, ir.FunctionType.get(types, []), visibility="private")
         with ir.InsertionPoint(generic), generic.location:
             call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), list(generic.operands))
             call.operation.attributes[EINSUM_ATTR] = ir.StringAttr.get(equation)

@@ -177,59 +177,46 @@ _BLOCK_ORDER = [("gx", "ctaid_x"), ("gy", "ctaid_y"), ("gz", "ctaid_z")]
 _SIGNATURE = "ptr %params, i64 %gx, i64 %gy, i64 %gz, i64 %bx, i64 %by, i64 %bz"
 
 
-def _runner(kernel, param_types):
-    """`@ember_run_<kernel>(ptr %params, i64 gx, .., i64 bz)`: every thread of the grid
-    in turn (kernels without barriers), arguments read from the kernelParams array."""
+def _product(name, dims):
+    lines, value = [], f"%{dims[0]}"
+    for k, d in enumerate(dims[1:]):
+        lines.append(f"  %{name}{k} = mul i64 {value}, %{d}")
+        value = f"%{name}{k}"
+    return "\n".join(lines), value
+
+
+def _runner(kernel, param_types, threaded):
+    """The host entry of one kernel, arguments read from the kernelParams array:
+    `@ember_run_<kernel>(ptr %params, i64 gx, .., i64 bz)` walks every thread of the grid
+    in turn (kernels without barriers); `@ember_thread_<kernel>(..., i64 %t)` runs
+    thread %t of every block in turn, for kernels with barriers: the launcher runs one
+    OS thread per thread of a block, all meeting at each barrier and after each block."""
     loads, args = _loads(param_types)
+    if threaded:
+        name, extra, fixed = f"ember_thread_{kernel}", ", i64 %t", \
+            _split("%t", _THREAD_ORDER, "t")
+        count, order, after = ["gx", "gy", "gz"], _BLOCK_ORDER, "  call void @ember_barrier()"
+    else:
+        name, extra, fixed = f"ember_run_{kernel}", "", ""
+        count, order, after = _DIMS, _THREAD_ORDER + _BLOCK_ORDER, ""
+    multiply, total = _product("n", count)
     return f"""
-define void @ember_run_{kernel}({_SIGNATURE}) {{
+define void @{name}({_SIGNATURE}{extra}) {{
 entry:
   %ctx = alloca [12 x i32]
 {_sizes_into_context()}
+{fixed}
 {loads}
-  %g1 = mul i64 %gx, %gy
-  %g2 = mul i64 %g1, %gz
-  %b1 = mul i64 %bx, %by
-  %b2 = mul i64 %b1, %bz
-  %total = mul i64 %g2, %b2
-  %empty = icmp eq i64 %total, 0
+{multiply}
+  %empty = icmp eq i64 {total}, 0
   br i1 %empty, label %done, label %loop
 loop:
   %lin = phi i64 [0, %entry], [%next, %loop]
-{_split("%lin", _THREAD_ORDER + _BLOCK_ORDER, "a")}
+{_split("%lin", order, "a")}
   call void @{kernel}({args})
+{after}
   %next = add i64 %lin, 1
-  %more = icmp ult i64 %next, %total
-  br i1 %more, label %loop, label %done
-done:
-  ret void
-}}
-"""
-
-
-def _thread_runner(kernel, param_types):
-    """`@ember_thread_<kernel>(..., i64 %t)`: thread %t of every block in turn, for
-    kernels with barriers: the launcher runs one OS thread per thread of a block, all
-    meeting at each barrier and at the end of each block."""
-    loads, args = _loads(param_types)
-    return f"""
-define void @ember_thread_{kernel}({_SIGNATURE}, i64 %t) {{
-entry:
-  %ctx = alloca [12 x i32]
-{_sizes_into_context()}
-{_split("%t", _THREAD_ORDER, "t")}
-{loads}
-  %g1 = mul i64 %gx, %gy
-  %blocks = mul i64 %g1, %gz
-  %empty = icmp eq i64 %blocks, 0
-  br i1 %empty, label %done, label %loop
-loop:
-  %lin = phi i64 [0, %entry], [%next, %loop]
-{_split("%lin", _BLOCK_ORDER, "c")}
-  call void @{kernel}({args})
-  call void @ember_barrier()
-  %next = add i64 %lin, 1
-  %more = icmp ult i64 %next, %blocks
+  %more = icmp ult i64 %next, {total}
   br i1 %more, label %loop, label %done
 done:
   ret void
@@ -249,7 +236,7 @@ def host_object(kernels):
     exported = {"ember_take_assert_flag", "ember_set_barrier", "__truncsfbf2"}
     for name, text, types in kernels:
         host = host_kernel_text(text, name)
-        runner = (_thread_runner if uses_barriers(text) else _runner)(name, types)
+        runner = _runner(name, types, uses_barriers(text))
         exported.add(("ember_thread_" if uses_barriers(text) else "ember_run_") + name)
         module = llvm.parse_assembly(host + runner)
         module.triple, module.data_layout = linked.triple, linked.data_layout

@@ -38,6 +38,24 @@ def _trip_count(lb, ub, step):
     return arith.divui(arith.addi(span, arith.subi(step, one)), step)
 
 
+def new_launch(grid, block, one=None):
+    """(gpu.launch over a 1-d grid of 1-d blocks, its body block) at the insertion point;
+    `one`: the index 1 for the y and z sizes, when the caller has it."""
+    one = one if one is not None else _index(1)
+    launch = gpu.LaunchOp((grid, one, one), (block, one, one))
+    return launch, launch.regions[0].blocks[0]
+
+
+def delinearize(linear, sizes):
+    """Positions in a row-major space of `sizes` (last fastest) of index `linear`."""
+    rest, positions = linear, [None] * len(sizes)
+    for d in reversed(range(len(sizes))):
+        positions[d] = arith.remui(rest, sizes[d]) if d else rest
+        if d:
+            rest = arith.divui(rest, sizes[d])
+    return positions
+
+
 def _to_launch(loop):
     n = len(loop.regions[0].blocks[0].arguments)
     operands = list(loop.operands)
@@ -48,11 +66,7 @@ def _to_launch(loop):
         for c in counts[1:]:
             total = arith.muli(total, c)
         block = _index(BLOCK_SIZE)
-        grid = arith.ceildivui(total, block)
-        one = _index(1)
-        launch = gpu.LaunchOp((grid, one, one), (block, one, one))
-        body = launch.regions[0].blocks[0] if launch.regions[0].blocks else \
-            launch.regions[0].blocks.append(*([ir.IndexType.get()] * 12))
+        _, body = new_launch(arith.ceildivui(total, block), block)
     bx, tx = body.arguments[0], body.arguments[3]
     with ir.InsertionPoint(body), loop.location:
         lin = arith.addi(arith.muli(bx, _index(BLOCK_SIZE)), tx)
@@ -61,12 +75,8 @@ def _to_launch(loop):
         gpu.TerminatorOp()
     then = guard.regions[0].blocks[0]
     with ir.InsertionPoint(then), loop.location:
-        rest, ivs = lin, [None] * n
-        for d in reversed(range(n)):
-            position = arith.remui(rest, counts[d]) if d else rest
-            if d:
-                rest = arith.divui(rest, counts[d])
-            ivs[d] = arith.addi(lbs[d], arith.muli(position, steps[d]))
+        ivs = [arith.addi(lb, arith.muli(position, step)) for lb, position, step in
+               zip(lbs, delinearize(lin, counts), steps)]
         yield_op = scf.YieldOp([])
     loop_body = loop.regions[0].blocks[0]
     for arg, iv in zip(loop_body.arguments, ivs):
@@ -83,8 +93,7 @@ def _sequential_launch(op):
     for big inputs, but the values stay on the device and the order is kept."""
     with ir.InsertionPoint(op), op.location:
         one = _index(1)
-        launch = gpu.LaunchOp((one, one, one), (one, one, one))
-        body = launch.regions[0].blocks[0]
+        _, body = new_launch(one, one, one)
     with ir.InsertionPoint(body), op.location:
         terminator = gpu.TerminatorOp()
     op.move_before(terminator)

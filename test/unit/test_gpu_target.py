@@ -23,15 +23,8 @@ from ember.targets.cuda.ptx import cuda_tool
 def on_host_executor(monkeypatch):
     """Compile for CUDA, run the kernels on the CPU; collect every compiled graph."""
     monkeypatch.setenv("EMBER_GPU_EXECUTOR", "host")
-    graphs = []
-    build = gpu_driver._build
-
-    def recording(*args, **kwargs):
-        graph = build(*args, **kwargs)
-        graphs.append(graph)
-        return graph
-    monkeypatch.setattr(gpu_driver, "_build", recording)
-    return graphs
+    with gpu_driver.record_graphs() as graphs:
+        yield graphs
 
 
 def _compile(fn, dynamic=None, target="cuda"):
