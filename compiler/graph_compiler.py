@@ -18,7 +18,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ember.errors import EmberError, EmberUnsupportedError
-from . import extern_ops, importer, low_precision, scalar_prologue, zero_dim
+from . import extern_layouts, extern_ops, importer, low_precision, scalar_prologue, zero_dim
 from .diagnostics import warn_once
 from .driver import compile_graph
 from .graph_outputs import _copy_graph
@@ -134,6 +134,7 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict, mutated_inp
                                                         low_casts=target != "cpu").items():
         extern[node] = (kind, _describe_node_error(node, reason))
     _keep_size_arithmetic_compiled(gm, extern)
+    extern_layouts.conv_inputs_in_conv_layout(gm, extern)
     for node, (kind, err) in extern.items():
         if kind == "unsupported":
             if strict:

@@ -2,11 +2,16 @@
 from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
 from . import (blas, distinct_results, math_approx, memref_copy, parallel, reassociate,
-               run_time_checks, shape_arguments, workspace)
+               reduction_rows, run_time_checks, shape_arguments, workspace)
 
 # (name, pass, description, what it needs of its input: on tensor IR the bufferized-IR
 # passes would find nothing to do, so ember-opt reports that instead of a silent no-op)
 _CPU_PASSES = [
+    (reduction_rows.PASS_NAME, reduction_rows.fuse_reduction_rows,
+     "layer norm / softmax chains -> one scf.forall over rows (tile and fuse)", None),
+    (reduction_rows.SCRATCH_PASS_NAME, reduction_rows.loop_scratch_on_stack,
+     "small per-iteration allocs in loops -> entry-block allocas (after outlining)",
+     "bufferized"),
     (blas.PASS_NAME, blas.matmul_to_blas,
      "f32 linalg.matmul/batch_matmul on memrefs -> host BLAS sgemm call", "bufferized"),
     (reassociate.PASS_NAME, reassociate.reassociate_reductions,
@@ -35,6 +40,7 @@ for _name, _fn, _description, _requires in _CPU_PASSES:
     register_python_pass(_name, _fn, _description, _requires)
 
 BUFFERIZE = [
+    reduction_rows.PASS_NAME,
     run_time_checks.PASS_NAME,
     reassociate.PASS_NAME,
     "ember-read-only-arguments",  # the caller's tensors: copy before writing, never in place
@@ -56,10 +62,12 @@ BUFFERIZE = [
 TO_LLVM = [
     blas.PASS_NAME,
     memref_copy.PASS_NAME,
+    "scf-forall-to-parallel",
     # Plain loops with static bounds: LLVM's vectorizer (O3, host CPU) widens them; the
     # big ones are split across torch's OpenMP threads.
     "func.func(convert-linalg-to-parallel-loops)",
     parallel.OUTLINE_PASS_NAME,
+    reduction_rows.SCRATCH_PASS_NAME,
     "lower-affine",
     "convert-scf-to-cf",
     "expand-strided-metadata",
