@@ -308,11 +308,15 @@ def _std_mean(x, dim=None, *, correction=None, keepdim=False):
     return torch.sqrt(var), mean
 
 
-def decomposition_table(conv="ember"):
+def decomposition_table(conv="ember", attention="ember"):
     """AOTAutograd's decompositions. conv="aten": convolutions that im2col would make
     costly (overlapping windows, groups) stay `aten.convolution` / `convolution_backward`
     and run through ATen (oneDNN), which extern_ops.classify then sends there; "ember":
-    every 2-D convolution it can decomposes into GEMMs (conv_decomposition.py)."""
+    every 2-D convolution it can decomposes into GEMMs (conv_decomposition.py).
+    attention="aten": CPU flash attention (what scaled_dot_product_attention dispatches
+    to on CPU tensors) and its backward stay ATen ops, as inductor keeps them; "ember":
+    they become GEMMs and a softmax (attention_decompositions.py). Other devices'
+    attention ops decompose either way."""
     table = dict(_torch_mlir_table())
     table.update(get_decompositions(_EXTRA))
     for op in _KEEP + _CALLED:
@@ -331,6 +335,9 @@ def decomposition_table(conv="ember"):
     table.update(ORDER_STATISTICS)
     table.update(DISTANCE_DECOMPOSITIONS)
     table.update(ATTENTION_DECOMPOSITIONS)
+    if attention == "aten":
+        for op in ATTENTION_DECOMPOSITIONS:
+            table.pop(op)
     table.update(FOREACH_DECOMPOSITIONS)
     table[aten.cumprod.default] = _cumprod_without_dtype
     table[aten.roll.default] = _roll

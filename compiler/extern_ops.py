@@ -8,7 +8,9 @@ By design (no warning, also in strict mode):
     compiled loop would trap (SIGFPE) or return garbage;
   * ops that yield no tensor (`item`, sizes);
   * topk over a long dim (>= TOPK_ATEN_LENGTH): ATen's partial selection is 10-140x faster
-    than the full merge sort ember lowers topk to (inductor falls back for topk too).
+    than the full merge sort ember lowers topk to (inductor falls back for topk too);
+  * CPU flash attention, forward and backward (unless options={"attention": "ember"}):
+    ATen's blocked kernel runs 1.6-2x faster than ember's GEMM + softmax + GEMM.
 Because ember cannot lower them (a warning naming op, shapes and reason; an error in
 strict mode):
   * ops known to have no lowering in ember's pipeline, and dtypes it does not compile.
@@ -104,6 +106,9 @@ def _nonzero_scalar_divisor(node):
 
 
 _CONVOLUTIONS = (torch.ops.aten.convolution.default, torch.ops.aten.convolution_backward.default)
+# Left undecomposed only with options={"attention": "aten"} (the CPU default)
+_CPU_FLASH_ATTENTION = (aten._scaled_dot_product_flash_attention_for_cpu.default,
+                        aten._scaled_dot_product_flash_attention_for_cpu_backward.default)
 
 
 def classify(node, conv="ember", low_casts=False):
@@ -131,6 +136,10 @@ def classify(node, conv="ember", low_casts=False):
     if conv == "aten" and node.target in _CONVOLUTIONS:
         return ("design", "ATen's convolution (oneDNN) beats im2col GEMMs "
                 "(options={'conv': 'ember'} compiles it)")
+    if node.target in _CPU_FLASH_ATTENTION:
+        return ("design", "ATen's CPU flash attention (blocked: the score matrix is never "
+                "written whole) beats GEMM + softmax + GEMM (options={'attention': 'ember'} "
+                "compiles it)")
     if _long_topk(node):
         return ("design", "ATen's partial selection beats a full sort on a long dim")
     if name in KNOWN_UNSUPPORTED:

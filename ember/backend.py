@@ -21,9 +21,10 @@ from ember.compiler.diagnostics import warn_once
 from ember.errors import EmberError, EmberUnsupportedError
 
 log = logging.getLogger("ember")
-_OPTION_TYPES = {"fallback": bool, "target": str, "conv": str}
+_OPTION_TYPES = {"fallback": bool, "target": str, "conv": str, "attention": str}
 _TARGETS = ("cpu", "cuda", "rocm")
 _CONV_CHOICES = ("aten", "ember")
+_ATTENTION_CHOICES = ("aten", "ember")
 
 
 def _strict(options):
@@ -43,6 +44,9 @@ def validate_options(options):
                             f"got {options[name]!r}")
     if options.get("conv", "aten") not in _CONV_CHOICES:
         raise ValueError(f"ember: unknown conv {options['conv']!r}; known: {list(_CONV_CHOICES)}")
+    if options.get("attention", "aten") not in _ATTENTION_CHOICES:
+        raise ValueError(f"ember: unknown attention {options['attention']!r}; "
+                         f"known: {list(_ATTENTION_CHOICES)}")
     if options.get("target", "cpu") not in _TARGETS:
         raise ValueError(f"ember: unknown target {options['target']!r}; known: {list(_TARGETS)}")
     return options
@@ -118,6 +122,13 @@ def _compile_or_fallback(gm, example_inputs, *, options, forward=False):
     return make_boxed_func(compiled)
 
 
+def _default_attention(options):
+    """ATen's flash attention where it is CPU code (the CPU target; GPU tensors never
+    dispatch to it); ember's kernels when a GPU target is asked for, where the CPU op
+    only appears under the host executor (tests) and would run outside the GPU plan."""
+    return "ember" if options.get("target") in ("cuda", "rocm") else "aten"
+
+
 def make_backend(options=None):
     options = validate_options(options)
     compiler = functools.partial(_compile_or_fallback, options=options)
@@ -126,7 +137,9 @@ def make_backend(options=None):
     # Inductor's partitioner: the backward recomputes cheap pointwise ops from what the
     # forward saves (a min cut of the joint graph) instead of saving every intermediate.
     inner = aot_autograd(fw_compiler=forward_compiler, bw_compiler=compiler,
-                         inference_compiler=forward_compiler, decompositions=decomposition_table(conv=options.get("conv", "aten")),
+                         inference_compiler=forward_compiler, decompositions=decomposition_table(
+                             conv=options.get("conv", "aten"),
+                             attention=options.get("attention", _default_attention(options))),
                          partition_fn=min_cut_rematerialization_partition)
 
     def ember(gm, example_inputs, **kwargs):

@@ -47,3 +47,47 @@ def test_strict_env_raises(monkeypatch):
 def test_unknown_option_is_rejected():
     with pytest.raises(ValueError, match="unknown option"):
         ember.compile(unsupported, options={"fallbak": False})
+
+
+def _attention_layer(x, w):
+    """Projections, attention, output projection: ember kernels around the attention."""
+    q, k, v = (x @ w).unflatten(-1, (3, 2, 8)).permute(2, 0, 3, 1, 4)
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return torch.relu(o.transpose(1, 2).flatten(2)) * 2
+
+
+@pytest.mark.parametrize("attention", [None, "ember"])
+def test_cpu_attention_runs_aten_flash_kernel_by_default(monkeypatch, attention):
+    """The CPU default keeps ATen's flash attention (forward and backward) between ember
+    partitions, in strict mode too; {"attention": "ember"} compiles it into ember kernels."""
+    from ember.compiler import graph_compiler
+
+    targets = []
+    real = graph_compiler.compile_fx_graph
+
+    def spy(gm, *args, **kwargs):
+        targets.extend(str(n.target) for n in gm.graph.nodes)
+        return real(gm, *args, **kwargs)
+
+    monkeypatch.setattr(graph_compiler, "compile_fx_graph", spy)
+    options = {"fallback": False} | ({"attention": attention} if attention else {})
+    x, w = torch.randn(2, 10, 16), torch.randn(16, 48) * 0.3
+    xs = x.clone().requires_grad_()
+    out = ember.compile(_attention_layer, options=options)(xs, w)
+    out.sum().backward()
+    xe = x.clone().requires_grad_()
+    ref = _attention_layer(xe, w)
+    ref.sum().backward()
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(xs.grad, xe.grad, rtol=1e-4, atol=1e-5)
+    flash = [t for t in targets if "flash_attention_for_cpu" in t]
+    if attention is None:
+        assert any(t.endswith("for_cpu.default") for t in flash), targets
+        assert any(t.endswith("for_cpu_backward.default") for t in flash), targets
+    else:
+        assert not flash
+
+
+def test_unknown_attention_choice_is_rejected():
+    with pytest.raises(ValueError, match="unknown attention"):
+        ember.compile(unsupported, options={"attention": "flash"})
