@@ -50,9 +50,13 @@ def _plan_groups(block):
         uf.find(op)
         if classes[op] == OpClass.ANCHOR:
             anchors[op] = op
+    bridges = {}  # reshape -> the consumer whose group it joins
     for consumer in compute:
         for operand in consumer.operands:
             producer = _defining_op(operand)
+            reshape = _reshape_bridge(producer, consumer, classes)
+            if reshape is not None:
+                producer = _defining_op(reshape.operands[0])
             if producer is None or producer not in classes or producer.block != block:
                 continue
             pclass = classes[producer]
@@ -67,18 +71,53 @@ def _plan_groups(block):
             if ca is not None and pa is not None and ca != pa:
                 continue
             root = uf.union(consumer, producer)
+            if reshape is not None:
+                bridges[reshape] = consumer
             anchors_root = ca or pa
             for k in (uf.find(consumer), uf.find(producer)):
                 anchors.pop(k, None)
             if anchors_root is not None:
                 anchors[root] = anchors_root
     groups = {}
-    for op in compute:  # program order, so every member list is sorted
-        groups.setdefault(uf.find(op), []).append(op)
+    for op in ops:  # program order, so every member list is sorted
+        if op in bridges:
+            groups.setdefault(uf.find(bridges[op]), []).append(op)
+        elif classes[op] in (OpClass.ELEMENTWISE, OpClass.ANCHOR):
+            groups.setdefault(uf.find(op), []).append(op)
     planned = []
     for members in groups.values():
         planned.extend(_split_members(members))
     return planned, classes
+
+
+def _reshape_bridge(op, consumer, classes):
+    """The reshape between a producer and an elementwise consumer that may share its
+    group: a Linear on a 3-d input is a 2-d GEMM + bias, a view back to 3-d, then the
+    activation or residual add. Inside one group, linalg's elementwise fusion moves the
+    reshape to the GEMM's output (expansion) and the bias add and what follows become one
+    loop nest:
+
+        before: %b = generic(bias add) ins(%mm : 1024x256)        (two loop nests)
+                %e = expand_shape %b [[0, 1], [2]] : 8x128x256
+                %y = generic(gelu / + residual) ins(%e, ...)
+        after:  one group {%b, %e, %y}, one loop nest over 8x128x256 after the GEMM
+
+    Only an expand_shape read by elementwise ops alone, of a value read only by it, whose producer is
+    elementwise or a named contraction (fenced in its own nested group, so it stays a
+    BLAS call). Collapses are left alone: across one, a depthwise convolution's 49-tap
+    chain joined a norm's group and was split into pieces by the group's one-output rule."""
+    if op is None or op.name != "tensor.expand_shape" or classes.get(consumer) != OpClass.ELEMENTWISE:
+        return None
+    if not all(classes.get(u.owner.operation) == OpClass.ELEMENTWISE for u in op.results[0].uses):
+        return None  # (GELU reads its input twice: every reader joins the same group)
+    producer = _defining_op(op.operands[0])
+    if producer is None or classes.get(producer) not in (OpClass.ELEMENTWISE, OpClass.ANCHOR):
+        return None
+    if classes[producer] == OpClass.ANCHOR and producer.name == "linalg.generic":
+        return None  # a reduction's result: no loop nest to share
+    if sum(1 for r in producer.results for _ in r.uses) != 1:
+        return None
+    return op
 
 
 def _read_outside(member, member_set):
@@ -162,7 +201,7 @@ def _build_group(members, kind):
 
 
 def _group_kind(members, classes):
-    anchors = [m for m in members if classes[m] == OpClass.ANCHOR]
+    anchors = [m for m in members if classes.get(m) == OpClass.ANCHOR]
     if not anchors:
         return "elementwise"
     a = anchors[0].name

@@ -93,3 +93,49 @@ func.func @two_reductions(%x: tensor<4x8xf32>) -> tensor<f32> {
   } -> tensor<f32>
   return %all : tensor<f32>
 }
+
+// A Linear on a 3-d input: 2-d GEMM + bias, a view back to 3-d, then a residual add.
+// The reshape joins the group, and after lowering the bias add and the residual add
+// are ONE loop nest over 8x16x32 reading the GEMM's expanded result.
+// CHECK-LABEL: func.func @linear_3d_residual
+// CHECK: "ember_fusion.group"() ({
+// CHECK:   linalg.matmul
+// CHECK:   linalg.generic
+// CHECK:   tensor.expand_shape
+// CHECK:   linalg.generic
+// CHECK:   "ember_fusion.yield"
+// CHECK: }) {kind = "matmul_epilogue"
+// CHECK-NOT: ember_fusion.group
+// CHECK: return
+
+// LOWER-LABEL: func.func @linear_3d_residual
+// LOWER: %[[MM:.*]] = linalg.matmul
+// LOWER: %[[E:.*]] = tensor.expand_shape %[[MM]]
+// LOWER: linalg.generic {{.*}} ins(%[[E]], %{{.*}}, %{{.*}} : tensor<8x16x32xf32>, tensor<32xf32>, tensor<8x16x32xf32>)
+// LOWER: arith.addf
+// LOWER: arith.addf
+// LOWER-NOT: linalg.generic
+// LOWER: return
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @linear_3d_residual(%x: tensor<128x64xf32>, %w: tensor<64x32xf32>, %b: tensor<32xf32>,
+                              %res: tensor<8x16x32xf32>) -> tensor<8x16x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<128x32xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<128x32xf32>) -> tensor<128x32xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<128x64xf32>, tensor<64x32xf32>) outs(%f : tensor<128x32xf32>) -> tensor<128x32xf32>
+  %add = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %b : tensor<128x32xf32>, tensor<32xf32>) outs(%e : tensor<128x32xf32>) {
+  ^bb0(%i: f32, %j: f32, %o: f32):
+    %s = arith.addf %i, %j : f32
+    linalg.yield %s : f32
+  } -> tensor<128x32xf32>
+  %v = tensor.expand_shape %add [[0, 1], [2]] output_shape [8, 16, 32] : tensor<128x32xf32> into tensor<8x16x32xf32>
+  %e3 = tensor.empty() : tensor<8x16x32xf32>
+  %y = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v, %res : tensor<8x16x32xf32>, tensor<8x16x32xf32>) outs(%e3 : tensor<8x16x32xf32>) {
+  ^bb0(%i: f32, %r: f32, %o: f32):
+    %s = arith.addf %i, %r : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16x32xf32>
+  return %y : tensor<8x16x32xf32>
+}

@@ -53,3 +53,19 @@ def test_conv_output_permute_fuses_into_its_epilogue():
     # NCHW restore, batch-norm and ReLU are one loop nest reading the GEMM result.
     assert epilogue.operation.name == "linalg.generic"
     assert "arith.mulf" in text and "arith.select" in text
+
+
+def test_linear_on_3d_input_and_its_activation_are_one_epilogue():
+    """F.linear on (batch, seq, hidden) is a 2-d GEMM + bias and a view back to 3-d; the
+    GELU and residual add after the view join the bias add's loop nest."""
+    w, b = torch.randn(48, 32) * 0.2, torch.randn(48)
+    fn = lambda x, r: torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b)) + r
+    x, r = torch.randn(4, 16, 32), torch.randn(4, 16, 48)
+    module = _linalg_module(fn, x, r)
+    stats = {}
+    fuse(module, stats)
+    assert stats["kernels"] == 2, str(module)  # the GEMM and ONE epilogue loop nest
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad):
+            torch.testing.assert_close(ember.compile(fn, options={"fallback": False})(x, r),
+                                       fn(x, r), rtol=1e-5, atol=1e-5)
