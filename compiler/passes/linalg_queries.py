@@ -22,6 +22,11 @@ def iterator_types(op):
     return str(op.attributes["iterator_types"]) if "iterator_types" in op.attributes else ""
 
 
+def iterator_names(op):
+    """['parallel', 'reduction', ...]: the op's iterator kinds, one per loop dim."""
+    return [str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
 def indexing_maps(op):
     """The op's indexing maps (ir.AffineMap), inputs first, then outputs."""
     return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]

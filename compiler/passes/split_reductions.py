@@ -28,15 +28,11 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
 from ember.compiler.ir_walk import collect, named
-from .linalg_queries import indexing_maps
+from .linalg_queries import indexing_maps, iterator_names
 
 PASS_NAME = "ember-split-reductions"
 MIN_LENGTH = 1 << 13
 BLOCKS = (512, 256, 128, 64)
-
-
-def _iterator_names(op):
-    return [str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
 def _combiner_input(op):
@@ -145,7 +141,7 @@ def _clone_body(source, target_block):
 
 
 def _split_one(op):
-    iterators = _iterator_names(op)
+    iterators = iterator_names(op)
     if len(op.results) != 1 or iterators.count("reduction") != 1:
         return None
     r = iterators.index("reduction")
@@ -207,7 +203,7 @@ def _static_loop_ranges(op):
     """Loop sizes from the operand shapes (the first operand dim each loop dim indexes
     directly), or None when some size is not static."""
     maps = indexing_maps(op)
-    n_dims = len(_iterator_names(op))
+    n_dims = len(iterator_names(op))
     ranges = [None] * n_dims
     for value, m in zip(op.operands, maps):
         t = value.type

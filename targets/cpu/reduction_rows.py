@@ -28,14 +28,10 @@ from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
 from ember.compiler.ir_walk import defining_op, entry_functions
-from ember.compiler.passes.linalg_queries import indexing_maps
+from ember.compiler.passes.linalg_queries import indexing_maps, iterator_names, num_inputs
 
 PASS_NAME = "ember-fuse-reduction-rows"
 _ROOT, _MEMBER = "ember_row_root", "ember_row_member"
-
-
-def _iterators(op):
-    return [str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
 def _dims(m):
@@ -55,14 +51,14 @@ def _is_generic(op):
 def _is_row_reduction(op):
     """A reduction whose every input either spans all loop dims or none of the reduced
     ones (x and a broadcast mean): not a contraction, whose inputs each miss a dim."""
-    its = _iterators(op)
+    its = iterator_names(op)
     reduced = {d for d, it in enumerate(its) if it == "reduction"}
     if not reduced:
         return False
     maps = indexing_maps(op)
     if any(_dims(m) is None for m in maps):
         return False
-    for m in maps[:len(op.operands) - len(op.results)]:
+    for m in maps[:num_inputs(op)]:
         dims = set(_dims(m))
         if dims != set(range(len(its))) and dims & reduced:
             return False
@@ -71,7 +67,7 @@ def _is_row_reduction(op):
 
 def _fusable(op):
     return _is_generic(op) and all(_dims(m) is not None for m in indexing_maps(op)) and (
-        "reduction" not in _iterators(op) or _is_row_reduction(op))
+        "reduction" not in iterator_names(op) or _is_row_reduction(op))
 
 
 def _produced_by(value, op):
@@ -100,9 +96,9 @@ class _Chain:
             if op in memo:
                 return memo[op]
             memo[op] = set()
-            its = _iterators(op)
+            its = iterator_names(op)
             maps = indexing_maps(op)
-            n_in = len(op.operands) - len(op.results)
+            n_in = num_inputs(op)
             found = {d for d, it in enumerate(its) if it == "parallel"} \
                 if "reduction" in its else set()
             for operand, m in zip(list(op.operands)[:n_in], maps[:n_in]):
@@ -110,7 +106,7 @@ class _Chain:
                 if producer is None or producer not in chain:
                     continue
                 result = list(producer.results).index(operand)
-                out_map = indexing_maps(producer)[len(producer.operands) - len(producer.results) + result]
+                out_map = indexing_maps(producer)[num_inputs(producer) + result]
                 kept = dims_of(producer)
                 for k, d in enumerate(_dims(out_map)):
                     if d in kept:
@@ -127,7 +123,7 @@ def _chains(block):
     ops = [o.operation for o in block.operations]
     taken, chains = set(), []
     for root in reversed(ops):
-        if root in taken or not _fusable(root) or "reduction" in _iterators(root):
+        if root in taken or not _fusable(root) or "reduction" in iterator_names(root):
             continue
         members, inside = [], {root}
         changed = True
@@ -145,11 +141,11 @@ def _chains(block):
                     members.append(op)
                     inside.add(op)
                     changed = True
-        if not any(_is_generic(m) and "reduction" in _iterators(m) for m in members):
+        if not any(_is_generic(m) and "reduction" in iterator_names(m) for m in members):
             continue
         chain = _Chain(root, members)
         tiled = chain.tile_dims()
-        if not tiled or len(tiled) == len(_iterators(root)):
+        if not tiled or len(tiled) == len(iterator_names(root)):
             continue
         chain.tiled = tiled
         order = {op: i for i, op in enumerate(ops)}
@@ -164,7 +160,7 @@ def _private_inits(chain):
     empty becomes the loop's output buffer, and a producer with another index order
     (a transpose) would write its row temporaries across other iterations' output."""
     for op in chain.members:
-        n_in = len(op.operands) - len(op.results) if op.name == "linalg.generic" else 1
+        n_in = num_inputs(op) if op.name == "linalg.generic" else 1
         for i in range(n_in, len(op.operands)):
             init = defining_op(op.operands[i])
             if init is not None and init.name == "tensor.empty":
@@ -179,7 +175,7 @@ def _script(chains):
              "{transform.readonly}) {"]
     for c, chain in enumerate(chains):
         sizes = ", ".join("1" if d in chain.tiled else "0"
-                          for d in range(len(_iterators(chain.root))))
+                          for d in range(len(iterator_names(chain.root))))
         lines += [
             f'%r{c} = transform.structured.match ops{{["linalg.generic"]}} '
             f"attributes {{{_ROOT} = {c} : {i64}}} in %root "
@@ -213,8 +209,8 @@ def _has_candidates(module_op):
     def visit(o):
         # keepdim maps ((d0, d1, 0)) are only projections after the unit-dim fold: a
         # cheap look here, the exact test on the folded IR
-        if o.name == "linalg.generic" and "reduction" in _iterators(o.operation) and any(
-                _is_generic(u) and "reduction" not in _iterators(u) for u in _users(o.operation)):
+        if o.name == "linalg.generic" and "reduction" in iterator_names(o.operation) and any(
+                _is_generic(u) and "reduction" not in iterator_names(u) for u in _users(o.operation)):
             found.append(o)
             return ir.WalkResult.INTERRUPT
         return ir.WalkResult.ADVANCE
@@ -285,7 +281,7 @@ def _escapes(value, depth=0):
     return False
 
 
-def _scratch(alloc, block):
+def _scratch(alloc):
     """An iteration's temporary: static, small, freed in its own block, never leaving."""
     if alloc.name != "memref.alloc" or len(alloc.operands):
         return False
@@ -326,7 +322,7 @@ def loop_scratch_on_stack(module_op, _pass=None):
             return ir.WalkResult.ADVANCE
 
         fn.operation.walk(visit)
-        nested = [a for a in nested if _scratch(a, None)]
+        nested = [a for a in nested if _scratch(a)]
         if not nested:
             continue
         with fn.context, ir.Location.unknown():
