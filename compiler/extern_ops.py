@@ -144,6 +144,9 @@ def classify(node, conv="ember", low_casts=False):
         return ("design", "ATen's partial selection beats a full sort on a long dim")
     if name in KNOWN_UNSUPPORTED:
         return ("unsupported", KNOWN_UNSUPPORTED[name])
+    if _grouped_convolution_backward(node):
+        return ("design", "ATen computes a grouped convolution's backward (torch-mlir "
+                "lowers it to invalid IR)")
     if _uneven_adaptive_max_pool(node):
         return ("unsupported", "windows of unequal sizes (input size not a multiple of "
                 "the output size, or symbolic)")
@@ -156,6 +159,16 @@ def classify(node, conv="ember", low_casts=False):
         if t.device.type != "cpu":
             return ("unsupported", f"device {t.device} for target cpu")
     return None
+
+
+def _grouped_convolution_backward(node):
+    """convolution_backward(grad, input, weight, bias_sizes, stride, padding, dilation,
+    transposed, output_padding, groups, mask) with groups > 1: torch-mlir's lowering
+    builds an invalid expand_shape, so ATen computes it (only the one op, not the graph)."""
+    if node.target is not torch.ops.aten.convolution_backward.default:
+        return False
+    groups = node.args[9] if len(node.args) > 9 else node.kwargs.get("groups", 1)
+    return groups != 1
 
 
 _CASTS = (aten._to_copy.default, torch.ops.prims.convert_element_type.default)

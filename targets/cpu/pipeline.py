@@ -1,8 +1,8 @@
 """The CPU lowering: linalg-on-tensors (after fusion) -> LLVM dialect."""
 from ember.compiler.passes import register_python_pass
 from ember.compiler.pipeline import run_pipeline
-from . import (blas, distinct_results, math_approx, memref_copy, parallel, reassociate,
-               reduction_rows, run_time_checks, shape_arguments, workspace)
+from . import (blas, distinct_results, math_approx, memref_copy, parallel, parallel_access,
+               reassociate, reduction_rows, run_time_checks, shape_arguments, workspace)
 
 # (name, pass, description, what it needs of its input: on tensor IR the bufferized-IR
 # passes would find nothing to do, so ember-opt reports that instead of a silent no-op)
@@ -25,6 +25,11 @@ _CPU_PASSES = [
     (parallel.LAUNCHERS_PASS_NAME, parallel.emit_parallel_launchers,
      "define the launchers of outlined kernels with GOMP_parallel (LLVM dialect)",
      "bufferized"),
+    (parallel_access.MARK_PASS_NAME, parallel_access.mark_parallel_loops,
+     "innermost scf.parallel -> scf.for nest annotated as a parallel loop for LLVM",
+     "bufferized"),
+    (parallel_access.GROUPS_PASS_NAME, parallel_access.parallel_access_groups,
+     "loads/stores of an annotated loop join its access group (LLVM dialect)", None),
     (distinct_results.PASS_NAME, distinct_results.distinct_results,
      "copy a returned buffer that is returned twice or is an argument (out-params)",
      "bufferized"),
@@ -68,6 +73,8 @@ TO_LLVM = [
     "func.func(convert-linalg-to-parallel-loops)",
     parallel.OUTLINE_PASS_NAME,
     reduction_rows.SCRATCH_PASS_NAME,
+    # Independent iterations, said so to LLVM: vectorized without run-time alias checks.
+    parallel_access.MARK_PASS_NAME,
     "lower-affine",
     "convert-scf-to-cf",
     "expand-strided-metadata",
@@ -86,6 +93,7 @@ TO_LLVM = [
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true}",
     parallel.LAUNCHERS_PASS_NAME,
     "convert-cf-to-llvm",
+    parallel_access.GROUPS_PASS_NAME,
     "reconcile-unrealized-casts",
 ]
 

@@ -143,9 +143,8 @@ def test_convolution_both_ways_forward_and_backward(name, conv):
     module, inputs = CASES[name]
     eager, compiled_module = copy.deepcopy(module), copy.deepcopy(module)
     # torch-mlir cannot lower a grouped convolution's backward: with conv="ember" that
-    # graph runs through ATen (the fallback), still with eager's values.
-    strict = not (name == "conv2d_grouped" and conv == "ember")
-    compiled = ember.compile(compiled_module, options={"fallback": not strict, "conv": conv})
+    # one op runs through ATen between ember partitions; nothing falls back.
+    compiled = ember.compile(compiled_module, options={"fallback": False, "conv": conv})
     x_eager = inputs[0].clone().requires_grad_(True)
     x_compiled = inputs[0].clone().requires_grad_(True)
     expected, actual = eager(x_eager), compiled(x_compiled)
