@@ -85,6 +85,19 @@ TRAINING_CASES = [("mlp", "sgd"), ("mlp", "adamw"), ("cnn", "sgd"), ("bert", "ad
                   ("convnext", "adamw")]
 
 
+def _smooth_relus(model):
+    """ReLU -> SiLU. Among ResNet's ~10^5 pre-activations per step some lie within float32
+    rounding of ReLU's kink (-1.2e-6 at step 4 on an AMD EPYC host): whichever side a
+    float32 run lands on moves the gradient of that element, 1% of the largest gradient
+    here (moving eager's one element across the kink gives ember's gradients to 2e-6).
+    That would test the model's conditioning, not ember; a smooth activation does not
+    (ReLU's backward is checked by the mlp and cnn cases)."""
+    for module in list(model.modules()):
+        for child_name, child in module.named_children():
+            if isinstance(child, torch.nn.ReLU):
+                setattr(module, child_name, torch.nn.SiLU())
+
+
 @pytest.mark.parametrize("name,opt", TRAINING_CASES)
 def test_training_loop_matches_eager(name, opt):
     """Five steps: forward and backward compiled with no fallback (strict); each step's
@@ -99,6 +112,8 @@ def test_training_loop_matches_eager(name, opt):
 
     torch.manual_seed(0)
     model, inputs, loss_fn = build_training(name)
+    if name == "resnet":
+        _smooth_relus(model)
     reference, exact = copy.deepcopy(model), copy.deepcopy(model).double()
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # an ember fallback warns
