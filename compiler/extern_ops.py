@@ -19,6 +19,7 @@ import operator
 
 import torch
 
+from .fx_meta import value_of as _val
 from . import importer
 from .low_precision import EXTERN_TAG
 
@@ -48,10 +49,6 @@ KNOWN_UNSUPPORTED = {
 
 SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.bool,
                     torch.int8, torch.uint8, torch.int16}
-
-
-def _val(node):
-    return node.meta.get("val", node.meta.get("example_value"))
 
 
 def op_name(node):

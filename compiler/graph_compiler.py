@@ -18,6 +18,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ember.errors import EmberError, EmberUnsupportedError
+from .fx_meta import value_of as _val
 from . import extern_layouts, extern_ops, importer, low_precision, scalar_prologue, zero_dim
 from .diagnostics import warn_once
 from .driver import compile_graph
@@ -42,10 +43,6 @@ class _CompiledSubgraph(torch.nn.Module):
 
     def forward(self, *args):
         return self.compiled(*args)
-
-
-def _val(node):
-    return node.meta.get("val", node.meta.get("example_value"))
 
 
 def zero_size_tensors(gm):

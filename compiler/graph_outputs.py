@@ -23,6 +23,7 @@ from typing import Any, List, Optional, Tuple
 
 import torch
 
+from .fx_meta import value_of as _val
 from .scalar_prologue import expression_step, is_computable_from_inputs, symbol_reads
 
 aten = torch.ops.aten
@@ -36,10 +37,6 @@ VIEW_OPS = {
 }
 MULTI_VIEW_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int,
                   aten.chunk.default}
-
-
-def _val(node):
-    return node.meta.get("val", node.meta.get("example_value"))
 
 
 @dataclass

@@ -19,6 +19,7 @@ from torch_mlir.dialects import torch as torch_d
 from torch_mlir.extras.fx_importer import FxImporter
 
 from ember.errors import EmberUnsupportedError
+from .fx_meta import value_of as _val
 from .ir_walk import collect
 from .low_precision import USER_VAL
 
@@ -28,10 +29,6 @@ _SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, tor
 _OP_IN_DIAGNOSTIC = re.compile(r"torch\.(aten|prims|prim)\.([A-Za-z0-9_]+)(\.[A-Za-z0-9_]+)?")
 # A torch.operator of another namespace (torch.ops.torch_nn._linear_cross_entropy_...).
 _OPERATOR_IN_DIAGNOSTIC = re.compile(r'name = "torch\.([A-Za-z0-9_]+)\.([A-Za-z0-9_]+)"')
-
-
-def _val(node):
-    return node.meta.get("val", node.meta.get("example_value"))
 
 
 def _describe(value):

@@ -21,11 +21,9 @@ import operator
 import torch
 from torch.utils._sympy.printers import PythonPrinter
 
+from ember.compiler.fx_meta import value_of as _val
+
 _SCALARS = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
-
-
-def _val(node):
-    return node.meta.get("val", node.meta.get("example_value"))
 
 
 def _is_scalar_node(node):

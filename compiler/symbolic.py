@@ -17,12 +17,9 @@ from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.printers import PythonPrinter
 
 from ember.errors import EmberUnsupportedError
+from ember.compiler.fx_meta import value_of as _val
 
 INT64_MAX = 2 ** 63 - 1
-
-
-def _val(node):
-    return node.meta.get("val", node.meta.get("example_value"))
 
 
 def _expr(size):

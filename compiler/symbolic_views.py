@@ -19,14 +19,11 @@ import torch
 from torch.utils._sympy.functions import FloorDiv
 
 from ember.errors import EmberUnsupportedError
+from ember.compiler.fx_meta import value_of as _val
 
 aten = torch.ops.aten
 prims = torch.ops.prims
 _RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
-
-
-def _val(node):
-    return node.meta.get("val", node.meta.get("example_value"))
 
 
 def _expr(size):
