@@ -51,7 +51,8 @@ _MEMORY_OPS = ("llvm.load", "llvm.store")
 
 
 def _innermost_parallel(op):
-    if op.name != "scf.parallel" or len(op.results):
+    if op.name != "scf.parallel" or len(op.results) or \
+            not len(op.regions[0].blocks[0].arguments):
         return False
     return not collect(op, lambda o: o != op and o.name in _LOOPS)
 
