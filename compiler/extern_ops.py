@@ -19,8 +19,8 @@ import operator
 
 import torch
 
-from .fx_meta import value_of as _val
 from . import importer
+from .fx_meta import value_of as _val
 from .low_precision import EXTERN_TAG
 
 aten = torch.ops.aten
@@ -162,7 +162,7 @@ def _grouped_convolution_backward(node):
     """convolution_backward(grad, input, weight, bias_sizes, stride, padding, dilation,
     transposed, output_padding, groups, mask) with groups > 1: torch-mlir's lowering
     builds an invalid expand_shape, so ATen computes it (only the one op, not the graph)."""
-    if node.target is not torch.ops.aten.convolution_backward.default:
+    if node.target is not aten.convolution_backward.default:
         return False
     groups = node.args[9] if len(node.args) > 9 else node.kwargs.get("groups", 1)
     return groups != 1

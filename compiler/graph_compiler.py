@@ -18,10 +18,10 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ember.errors import EmberError, EmberUnsupportedError
-from .fx_meta import value_of as _val
 from . import extern_layouts, extern_ops, importer, low_precision, scalar_prologue, zero_dim
 from .diagnostics import warn_once
 from .driver import compile_graph
+from .fx_meta import value_of as _val
 from .graph_outputs import _copy_graph
 
 log = logging.getLogger("ember")

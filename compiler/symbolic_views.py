@@ -20,14 +20,11 @@ from torch.utils._sympy.functions import FloorDiv
 
 from ember.errors import EmberUnsupportedError
 from ember.compiler.fx_meta import value_of as _val
+from ember.compiler.symbolic import _expr
 
 aten = torch.ops.aten
 prims = torch.ops.prims
 _RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
-
-
-def _expr(size):
-    return size.node.expr if isinstance(size, torch.SymInt) else sympy.Integer(int(size))
 
 
 def _groups(in_sizes, out_sizes, hint, equal):

@@ -96,14 +96,18 @@ def mark_parallel_loops(module_op, pass_=None):
         _to_nested_fors(loop, *_group_and_annotation(module_op.context))
 
 
-def _blocks_of_loop(header, latch):
-    """The natural loop of back edge latch -> header: blocks reaching the latch without
-    passing through the header."""
+def _predecessors(region):
     preds = {}
-    for block in header.region.blocks:
+    for block in region.blocks:
         terminator = block.operations[len(block.operations) - 1]
         for succ in terminator.successors:
             preds.setdefault(succ, []).append(block)
+    return preds
+
+
+def _blocks_of_loop(header, latch, preds):
+    """The natural loop of back edge latch -> header: blocks reaching the latch without
+    passing through the header."""
     loop, pending = [header], [latch] if latch != header else []
     while pending:
         block = pending.pop()
@@ -117,6 +121,7 @@ def _blocks_of_loop(header, latch):
 def parallel_access_groups(module_op, pass_=None):
     branches = collect(module_op, lambda o: o.name in ("llvm.br", "llvm.cond_br")
                        and _ANNOTATION in o.attributes)
+    preds_of = {}  # one CFG walk per function body, not one per loop
     for branch in branches:
         annotation = branch.attributes[_ANNOTATION]
         del branch.attributes[_ANNOTATION]
@@ -125,7 +130,10 @@ def parallel_access_groups(module_op, pass_=None):
         groups = ir.ArrayAttr.get([branch.attributes[_GROUP]], module_op.context)
         del branch.attributes[_GROUP]
         latch, header = branch.block, branch.successors[0]
-        for block in _blocks_of_loop(header, latch):
+        region = header.region
+        if region not in preds_of:
+            preds_of[region] = _predecessors(region)
+        for block in _blocks_of_loop(header, latch, preds_of[region]):
             for op in block.operations:
                 if op.name in _MEMORY_OPS:
                     op.attributes["access_groups"] = groups
