@@ -163,15 +163,6 @@ def new_fx_importer(context):
                 root.removeHandler(handler)
 
 
-def load_torch_dialects(context):
-    """Register the torch dialect and load TMTensor (it has no Python registration: a pass
-    that produces it loads it when it runs, here on an empty module)."""
-    torch_d.register_dialect(context)
-    with context, ir.Location.unknown():
-        PassManager.parse("builtin.module(func.func(convert-torch-to-tmtensor))").run(
-            ir.Module.create().operation)
-
-
 @contextlib.contextmanager
 def torch_context():
     """(an MLIR context with the torch dialect, the list its diagnostics are collected in):

@@ -101,6 +101,13 @@ def lift_scalar_computations(gm):
     lift). Nodes reading computed tensors (`.item()`) stay."""
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    # A partition of a split graph declares its inputs where it first uses them; the
+    # lifted scalars are inputs after all of those, so every input moves to the top
+    # (same order) before they are appended.
+    first_computation = next((n for n in graph.nodes if n.op != "placeholder"), None)
+    if first_computation is not None:
+        for node in placeholders:
+            first_computation.prepend(node)
     index = {n: ("in", i) for i, n in enumerate(placeholders)}
     reads = symbol_reads(placeholders)
     lifted = []  # (node, target, args, kwargs)

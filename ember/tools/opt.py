@@ -16,10 +16,23 @@ from torch_mlir import ir
 from ember.compiler.passes import PASS_DESCRIPTIONS, PIPELINE_ALIASES, PYTHON_PASSES
 from ember.compiler.pipeline import PipelineError, run_pipeline, split_top_level
 from ember.dialects import load_ember_dialects
-from ember.compiler.importer import load_torch_dialects
 
 import ember.targets.cpu.pipeline  # noqa: F401  (registers the CPU passes)
 import ember.targets.gpu.pipeline  # noqa: F401  (registers the GPU passes)
+
+
+def load_torch_dialects(context):
+    """Register the torch dialect and load TMTensor (it has no Python registration: a pass
+    that produces it loads it when it runs, here on an empty module). Here rather than
+    from compiler/importer, which imports torch (2 s per ember-opt run)."""
+    from torch_mlir.dialects import torch as torch_d
+    from torch_mlir.passmanager import PassManager
+
+    torch_d.register_dialect(context)
+    with context, ir.Location.unknown():
+        PassManager.parse("builtin.module(func.func(convert-torch-to-tmtensor))").run(
+            ir.Module.create().operation)
+
 
 _SPLIT_MARKER = "// -----"
 

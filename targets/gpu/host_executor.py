@@ -22,6 +22,7 @@ registers are read from a per-thread context passed as a new first kernel parame
 here only links it (targets/cpu/loader.py).
 """
 import ctypes
+import functools
 import re
 import threading
 
@@ -101,19 +102,21 @@ def host_kernel_text(text, name):
 
 def _registers_module():
     # a device-side assertion (cf.assert, e.g. an index bound) sets a flag that the
-    # launcher turns into an error after the kernel; a block barrier calls back into
-    # the launcher (threads of a block are OS threads then)
+    # launcher turns into an error after the kernel; a block barrier is a POSIX barrier
+    # the launcher sets up (threads of a block are OS threads then): native, so a
+    # barrier costs a futex wake, not a Python callback taking the GIL per thread
     lines = ["@ember_assert_failed = global i32 0",
              "define void @__assertfail(ptr %m, ptr %f, i32 %l, ptr %fn, i64 %s) {\n"
              "  store i32 1, ptr @ember_assert_failed\n  ret void\n}",
              "define i32 @ember_take_assert_flag() {\n"
              "  %v = load i32, ptr @ember_assert_failed\n"
              "  store i32 0, ptr @ember_assert_failed\n  ret i32 %v\n}",
-             "@ember_barrier_fn = global ptr null",
-             "define void @ember_set_barrier(ptr %f) {\n"
-             "  store ptr %f, ptr @ember_barrier_fn\n  ret void\n}",
-             "define void @ember_barrier() {\n  %f = load ptr, ptr @ember_barrier_fn\n"
-             "  call void %f()\n  ret void\n}"]
+             "@ember_barrier_object = global ptr null",
+             "define void @ember_set_barrier(ptr %b) {\n"
+             "  store ptr %b, ptr @ember_barrier_object\n  ret void\n}",
+             "declare i32 @pthread_barrier_wait(ptr)",
+             "define void @ember_barrier() {\n  %b = load ptr, ptr @ember_barrier_object\n"
+             "  %r = call i32 @pthread_barrier_wait(ptr %b)\n  ret void\n}"]
     # float -> bfloat rounding (nearest even, NaN kept quiet): the x86 backend calls
     # compiler-rt's __truncsfbf2 for it, which this process does not have
     lines.append("""define bfloat @__truncsfbf2(float %f) {
@@ -248,6 +251,12 @@ def host_object(kernels):
 
 
 _LOCK = threading.Lock()  # the special registers are process globals
+_PTHREAD_BARRIER_BYTES = 128  # sizeof(pthread_barrier_t) is 32 on x86-64 glibc
+
+
+@functools.lru_cache(maxsize=None)
+def _libc():
+    return ctypes.CDLL(None)
 
 
 class HostExecutor:
@@ -270,14 +279,8 @@ class HostExecutor:
             self._threaded[name] = threaded(address)
         self._take_assert_flag = ctypes.CFUNCTYPE(ctypes.c_int32)(
             self._engine.get_function_address("ember_take_assert_flag"))
-        self._barrier = None
-        self._barrier_hook = ctypes.CFUNCTYPE(None)(self._wait)
-        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
-            self._engine.get_function_address("ember_set_barrier"))(
-            ctypes.cast(self._barrier_hook, ctypes.c_void_p))
-
-    def _wait(self):
-        self._barrier.wait()
+        self._set_barrier = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
+            self._engine.get_function_address("ember_set_barrier"))
 
     def launch(self, name, grid, block, params_address):
         with _LOCK:
@@ -293,7 +296,10 @@ class HostExecutor:
         """One OS thread per thread of a block (the compiled code runs without the GIL);
         they meet at every barrier and after every block."""
         count = block[0] * block[1] * block[2]
-        self._barrier = threading.Barrier(count, timeout=600)
+        barrier = ctypes.create_string_buffer(_PTHREAD_BARRIER_BYTES)
+        if _libc().pthread_barrier_init(barrier, None, count) != 0:
+            raise HostExecutorError(f"kernel {name}: no barrier for {count} threads")
+        self._set_barrier(ctypes.addressof(barrier))
         run = self._threaded[name]
         errors = []
 
@@ -307,5 +313,6 @@ class HostExecutor:
             w.start()
         for w in workers:
             w.join()
+        _libc().pthread_barrier_destroy(barrier)
         if errors:
             raise HostExecutorError(f"kernel {name}: {errors[0]}")

@@ -177,3 +177,27 @@ def test_adaptive_max_pool_over_symbolic_sizes_matches_eager():
     for shape in [(2, 3, 8, 8), (3, 3, 6, 10), (2, 3, 7, 9)]:
         x = torch.randn(shape)
         torch.testing.assert_close(compiled(x), fn(x))
+
+
+
+def test_lifted_sizes_are_defined_before_use_when_inputs_are_declared_late():
+    """ConvBERT at its second shape: an ATen convolution splits the graph, and the
+    partition after it declared a weight where it first used it, below a reshape by
+    `2 * s1 * s0`. The lifted size argument was appended after that late input, below
+    the reshape that reads it: 'scalar_1 was used before it has been defined' (strict:
+    an error; otherwise the whole model ran eagerly)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from ember.compiler.scalar_prologue import lift_scalar_computations
+
+    def f(x, w):
+        return (x.reshape(x.shape[0] * 2, -1) * 2) @ w
+
+    gm = make_fx(f, tracing_mode="symbolic")(torch.randn(4, 6), torch.randn(3, 5))
+    w = next(n for n in gm.graph.nodes if n.name == "w_1")
+    mm = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.mm.default)
+    mm.prepend(w)  # declared where it is first used, as a partition does
+    gm.recompile()
+    prologue = lift_scalar_computations(gm)
+    gm.graph.lint()
+    x, wv = torch.randn(6, 10), torch.randn(5, 7)
+    torch.testing.assert_close(gm(x, wv, *prologue.run([x, wv])), f(x, wv))
