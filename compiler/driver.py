@@ -18,7 +18,8 @@ from .graph_outputs import plan_outputs
 from .input_layouts import dense_permutation, read_permuted_inputs_in_place
 from .object_cache import OBJECT_CACHE, request_key
 from .scalar_prologue import lift_scalar_computations
-from .symbolic import ShapeProgram, has_symbolic_shapes, shape_facts
+from .symbolic import (ShapeProgram, has_symbolic_shapes, shape_facts,
+                       specialize_constant_sizes)
 from .symbolic_views import split_symbolic_views
 from .worker import CodegenCrash, compile_in_worker
 
@@ -100,6 +101,7 @@ def _build(gm, input_specs, example_inputs=(), mutated_inputs=()):
     shapes = prologue = None
     input_strides = read_permuted_inputs_in_place(kernel_gm)
     if has_symbolic_shapes(kernel_gm):
+        specialize_constant_sizes(kernel_gm)
         split_symbolic_views(kernel_gm)
         prologue = lift_scalar_computations(kernel_gm)
         shapes = ShapeProgram(kernel_gm, [importer._val(n) for n in _output_nodes(kernel_gm)])

@@ -49,6 +49,41 @@ def shape_facts(gm):
     return ";".join(guards) + "|" + ";".join(ranges)
 
 
+def specialize_constant_sizes(gm):
+    """Sizes Dynamo specialized to a constant can stay SymInts whose expression is the
+    integer (a weight's 3x3 kernel under dynamic=True). torch-mlir types such a dim `?`
+    while the ops after it compute static sizes, e.g. a collapse of the dynamic-typed
+    (s0, 3, 3, 3) weight to a static (s0, 27): an invalid tensor.collapse_shape. Such
+    sizes and strides become ints in the graph's values, in place:
+
+        before: w: FakeTensor((s60, 3, 3, 3)), the 3s SymInts   -> !torch.vtensor<[?,?,?,?]>
+        after:  w: FakeTensor((s60, 3, 3, 3)), the 3s ints      -> !torch.vtensor<[?,3,3,3]>
+    """
+    def constant(size):
+        return isinstance(size, torch.SymInt) and size.node.expr.is_number
+
+    def concrete(size):
+        return int(size.node.expr) if constant(size) else size
+
+    def specialized(v):
+        if not isinstance(v, torch.Tensor) or not hasattr(v, "fake_mode") or not any(
+                constant(s) for s in list(v.shape) + list(v.stride())):
+            return v
+        with v.fake_mode:
+            return torch.empty_strided([concrete(s) for s in v.shape],
+                                       [concrete(s) for s in v.stride()],
+                                       dtype=v.dtype, device=v.device)
+
+    for node in gm.graph.nodes:
+        if "val" in node.meta:
+            old = node.meta["val"]
+            new = torch.utils._pytree.tree_map(specialized, old)
+            if any(a is not b for a, b in zip(torch.utils._pytree.tree_leaves(old),
+                                              torch.utils._pytree.tree_leaves(new))):
+                node.meta["val"] = new
+                node.meta.pop("tensor_meta", None)  # torch-mlir types from it first
+
+
 def shape_env_of(gm):
     for node in gm.graph.nodes:
         for v in torch.utils._pytree.tree_leaves(_val(node)):

@@ -201,3 +201,19 @@ def test_lifted_sizes_are_defined_before_use_when_inputs_are_declared_late():
     gm.graph.lint()
     x, wv = torch.randn(6, 10), torch.randn(5, 7)
     torch.testing.assert_close(gm(x, wv, *prologue.run([x, wv])), f(x, wv))
+
+
+def test_convolution_weight_passed_as_input_under_dynamic_true():
+    """A weight passed as an input gets symbolic sizes under dynamic=True, and its 3x3
+    kernel dims are SymInts whose value Dynamo specialized to 3. torch-mlir typed them
+    `?` while the im2col GEMM collapsed them to a static 27: an invalid
+    tensor.collapse_shape, so the whole graph ran eagerly (strict: an error)."""
+    def fn(x, w):
+        y = F.conv2d(x, w, stride=2, padding=1).relu()
+        return y.reshape(y.shape[0], -1).sum(1) * 2
+
+    compiled = ember.compile(fn, dynamic=True, options={"fallback": False})
+    for shape, out in [((2, 3, 16, 16), 8), ((3, 3, 20, 12), 8), ((1, 3, 9, 9), 5)]:
+        x, w = torch.randn(shape), torch.randn(out, 3, 3, 3) / 3
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x, w), fn(x, w), rtol=1e-4, atol=1e-4)
