@@ -96,16 +96,7 @@ def mark_parallel_loops(module_op, pass_=None):
         _to_nested_fors(loop, *_group_and_annotation(module_op.context))
 
 
-def _predecessors(region):
-    preds = {}
-    for block in region.blocks:
-        terminator = block.operations[len(block.operations) - 1]
-        for succ in terminator.successors:
-            preds.setdefault(succ, []).append(block)
-    return preds
-
-
-def _blocks_of_loop(header, latch, preds):
+def _blocks_of_loop(header, latch):
     """The natural loop of back edge latch -> header: blocks reaching the latch without
     passing through the header."""
     loop, pending = [header], [latch] if latch != header else []
@@ -114,14 +105,13 @@ def _blocks_of_loop(header, latch, preds):
         if block in loop:
             continue
         loop.append(block)
-        pending.extend(preds.get(block, []))
+        pending.extend(block.predecessors)
     return loop
 
 
 def parallel_access_groups(module_op, pass_=None):
     branches = collect(module_op, lambda o: o.name in ("llvm.br", "llvm.cond_br")
                        and _ANNOTATION in o.attributes)
-    preds_of = {}  # one CFG walk per function body, not one per loop
     for branch in branches:
         annotation = branch.attributes[_ANNOTATION]
         del branch.attributes[_ANNOTATION]
@@ -130,10 +120,7 @@ def parallel_access_groups(module_op, pass_=None):
         groups = ir.ArrayAttr.get([branch.attributes[_GROUP]], module_op.context)
         del branch.attributes[_GROUP]
         latch, header = branch.block, branch.successors[0]
-        region = header.region
-        if region not in preds_of:
-            preds_of[region] = _predecessors(region)
-        for block in _blocks_of_loop(header, latch, preds_of[region]):
+        for block in _blocks_of_loop(header, latch):
             for op in block.operations:
                 if op.name in _MEMORY_OPS:
                     op.attributes["access_groups"] = groups

@@ -70,11 +70,6 @@ def _fusable(op):
         "reduction" not in iterator_names(op) or _is_row_reduction(op))
 
 
-def _produced_by(value, op):
-    producer = defining_op(value)
-    return producer is not None and producer == op
-
-
 def _users(op):
     return [u.owner.operation for r in op.results for u in r.uses]
 
@@ -121,25 +116,39 @@ class _Chain:
 def _chains(block):
     """Chains of a function body, roots last-first; a chain holds at least one reduction."""
     ops = [o.operation for o in block.operations]
+    in_block = set(ops)
     taken, chains = set(), []
     for root in reversed(ops):
         if root in taken or not _fusable(root) or "reduction" in iterator_names(root):
             continue
+        # The producers whose users are all in the chain join it, until none does (the
+        # set only grows, so the order of the checks does not change the result). Only
+        # producers of chain members are checked: a scan of the whole block per step
+        # took 16 s on ConvNeXt's backward (4.5 M operand checks).
         members, inside = [], {root}
+        candidates = set()
+
+        def add_producers(op):
+            for v in op.operands:
+                producer = defining_op(v)
+                if producer is not None and producer in in_block:
+                    candidates.add(producer)
+
+        add_producers(root)
         changed = True
         while changed:
             changed = False
-            for op in reversed(ops):
+            for op in list(candidates):
                 if op in inside or op in taken:
-                    continue
-                feeds = any(_produced_by(v, op) for m in inside for v in m.operands)
-                if not feeds:
+                    candidates.discard(op)
                     continue
                 users = _users(op)
                 if (_fusable(op) or op.name == "linalg.fill") and users \
                         and all(u in inside for u in users):
                     members.append(op)
                     inside.add(op)
+                    candidates.discard(op)
+                    add_producers(op)
                     changed = True
         if not any(_is_generic(m) and "reduction" in iterator_names(m) for m in members):
             continue
