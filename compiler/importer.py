@@ -101,6 +101,34 @@ def _missing_library(op):
     return None
 
 
+def _without_locations(message):
+    """`message` without its `loc(...)` prefixes, however deeply their call-site chains
+    nest (a CLIP layer's: loc(callsite("a.py":311:0 at callsite(... at callsite(...))))."""
+    out, i = [], 0
+    while True:
+        j = message.find("loc(", i)
+        if j < 0:
+            out.append(message[i:])
+            return "".join(out)
+        out.append(message[i:j])
+        depth, k, quoted = 0, j + 3, False
+        while k < len(message):
+            c = message[k]
+            if c == '"' and message[k - 1] != "\\":
+                quoted = not quoted
+            elif not quoted and c == "(":
+                depth += 1
+            elif not quoted and c == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        k += 1
+        while k < len(message) and message[k] in ": \t":
+            k += 1
+        i = k
+
+
 def _diagnostic_head(message, max_lines=12):
     """The informative head of a diagnostic: from the first error line, a few lines."""
     # torch-mlir appends a reproducer recipe for its own developers: not a reason.
@@ -108,7 +136,7 @@ def _diagnostic_head(message, max_lines=12):
     message = re.sub(r"Lowering TorchFX IR -> Torch Backend IR failed with the following "
                      r"diagnostics:|python exception: Failure while executing pass pipeline:?",
                      "", message)
-    message = re.sub(r'loc\((?:[^()]|\([^()]*\))*\):?\s*', "", message)  # call-site chains
+    message = _without_locations(message)
     lines = [l.rstrip() for l in message.strip().splitlines() if l.strip()]
     start = next((i for i, l in enumerate(lines) if "error" in l.lower()), 0)
     return "\n".join(l[:300] for l in lines[start:start + max_lines])

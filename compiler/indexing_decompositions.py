@@ -14,6 +14,12 @@
     histc(x, bins, lo, hi)           -> zeros(bins).index_put((bin of x,), in-range mask,
                                         accumulate) with eager's bin formula; lo = hi = 0
                                         takes x's min and max (+-1 when they are equal)
+    x[i0, i1, ...] with symbolic sizes (torch-mlir lowers one index tensor there, not
+    several: CLIP's pooled x[arange(b), ids.argmax(-1)] at a second length)
+                                     -> x.reshape(s0*s1*.., rest)[(i0 wrapped)*s1 + (i1
+                                        wrapped) + ..]; an index out of its dim's range
+                                        makes the flat index out of range, so the gather's
+                                        bounds check raises IndexError as eager does
 """
 import torch
 
@@ -80,10 +86,29 @@ def _histc(x, bins=100, min=0, max=0):
     return aten.index_put.default(counts, (position,), inside.to(x.dtype), True)
 
 
+def _index_leading_with_symbolic_sizes(x, indices):
+    """See the module doc; other cases (static sizes, one index, None or bool indices)
+    keep the op."""
+    k = len(indices)
+    if k < 2 or not any(isinstance(s, torch.SymInt) for s in x.shape) or any(
+            i is None or i.dtype in (torch.bool, torch.uint8) for i in indices):
+        return NotImplemented
+    flat, valid, total = None, None, 1
+    for index, size in zip(torch.broadcast_tensors(*indices), x.shape[:k]):
+        index = torch.where(index < 0, index + size, index)
+        inside = (index >= 0) & (index < size)
+        valid = inside if valid is None else valid & inside
+        flat = index if flat is None else flat * size + index
+        total = total * size
+    flat = torch.where(valid, flat, total)
+    return aten.index.Tensor(x.reshape((total,) + tuple(x.shape[k:])), [flat])
+
+
 INDEXING_DECOMPOSITIONS = {
     aten.index_reduce.default: _index_reduce,
     aten.put.default: _put,
     aten.histc.default: _histc,
     aten.as_strided_scatter.default: _as_strided_scatter,
     aten.isin.Tensor_Tensor: _isin,
+    aten.index.Tensor: _index_leading_with_symbolic_sizes,
 }

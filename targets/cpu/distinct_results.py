@@ -11,7 +11,7 @@ returns an argument. The second occurrence is copied into a fresh buffer:
             return %0, %1 : memref<4xf32>, memref<4xf32>
 """
 from torch_mlir import ir
-from torch_mlir.dialects import memref
+from torch_mlir.dialects import arith, memref
 
 from ember.compiler.ir_walk import collect, entry_functions, named
 
@@ -28,10 +28,15 @@ def distinct_results(module_op, pass_=None):
             seen = []
             for i, value in enumerate(list(ret.operands)):
                 t = value.type
-                if isinstance(t, ir.MemRefType) and t.has_static_shape and _needs_copy(value, seen):
+                if isinstance(t, ir.MemRefType) and _needs_copy(value, seen):
                     with ir.InsertionPoint(ret), ret.location:
+                        # dynamic dims: sized like the value (a dynamic-shape graph
+                        # returning its input's view, e.g. CLIP's at a second length)
+                        sizes = [memref.DimOp(value, arith.ConstantOp(
+                            ir.IndexType.get(), d).result).result
+                            for d in range(t.rank) if t.is_dynamic_dim(d)]
                         fresh = memref.AllocOp(ir.MemRefType.get(t.shape, t.element_type),
-                                               [], []).result
+                                               sizes, []).result
                         memref.CopyOp(value, fresh)
                     ret.operands[i] = fresh
                     value = fresh

@@ -29,3 +29,18 @@ func.func @argument(%a: memref<2x3xf32>) -> (memref<2x3xf32>, memref<2x3xf32>) {
   memref.copy %a, %0 : memref<2x3xf32> to memref<2x3xf32>
   return %a, %0 : memref<2x3xf32>, memref<2x3xf32>
 }
+
+// -----
+
+// Dynamic sizes (a dynamic-shape graph returning its input, e.g. a view that became
+// the identity): the copy is allocated with the value's run-time sizes.
+// CHECK-LABEL: func.func @dynamic_argument
+// CHECK: %[[C1:.*]] = arith.constant 1 : index
+// CHECK: %[[N:.*]] = memref.dim %arg0, %[[C1]] : memref<2x?xf32>
+// CHECK: %[[C:.*]] = memref.alloc(%[[N]]) : memref<2x?xf32>
+// CHECK-NEXT: memref.copy %arg0, %[[C]]
+// CHECK-NEXT: return %[[C]]
+// OUT-LABEL: func.func @dynamic_argument(%arg0: memref<2x?xf32>, %arg1: memref<2x?xf32>)
+func.func @dynamic_argument(%a: memref<2x?xf32>) -> memref<2x?xf32> {
+  return %a : memref<2x?xf32>
+}

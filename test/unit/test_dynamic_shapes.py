@@ -217,3 +217,26 @@ def test_convolution_weight_passed_as_input_under_dynamic_true():
         x, w = torch.randn(shape), torch.randn(out, 3, 3, 3) / 3
         with torch.no_grad():
             torch.testing.assert_close(compiled(x, w), fn(x, w), rtol=1e-4, atol=1e-4)
+
+
+def test_indexing_by_several_tensors_over_symbolic_sizes():
+    """CLIP's pooled output x[arange(b), ids.argmax(-1)]: torch-mlir cannot lower an
+    index by two tensors with dynamic sizes (strict: an error; otherwise the op ran
+    through ATen). It is a gather by one flat index now, with eager's negative indices,
+    gradients, and an IndexError for an index out of its dim's range."""
+    pooled = lambda x, ids: x[torch.arange(x.shape[0]), ids.argmax(-1)] * 2  # noqa: E731
+    pairs = lambda x, i, j: x[i, j] + 1  # noqa: E731
+    fast_pooled = ember.compile(pooled, dynamic=True, options={"fallback": False})
+    fast_pairs = ember.compile(pairs, dynamic=True, options={"fallback": False})
+    for b, s in [(2, 5), (3, 7), (4, 6)]:
+        x = torch.randn(b, s, 8, requires_grad=True)
+        ids = torch.randint(0, 50, (b, s))
+        i, j = torch.randint(-b, b, (5,)), torch.randint(-s, s, (5,))
+        with torch.no_grad():
+            torch.testing.assert_close(fast_pooled(x, ids), pooled(x, ids))
+        fast_pairs(x, i, j).pow(2).sum().backward()
+        ours, x.grad = x.grad, None
+        pairs(x, i, j).pow(2).sum().backward()
+        torch.testing.assert_close(ours, x.grad)
+    with pytest.raises(IndexError):
+        fast_pairs(torch.randn(4, 6, 8), torch.tensor([0, 1]), torch.tensor([2, 6]))
