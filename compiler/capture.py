@@ -187,7 +187,11 @@ def _repeat_by_one_expand(decomposition):
         for d in reversed(range(x.dim())):
             interleaved = interleaved.unsqueeze(d)
         pairs = [v for r, size in zip(repeats, x.shape) for v in (r, size)]
-        return interleaved.expand(pairs).reshape([r * size for r, size in zip(repeats, x.shape)])
+        out = interleaved.expand(pairs).reshape([r * size for r, size in zip(repeats, x.shape)])
+        # repeat returns a fresh contiguous tensor; the reshape of an expand can be a view
+        # with stride 0 (repeat(b, 1, 1, 1) of (1, h, t, t)), which WavLM's .view after
+        # it cannot take, or x itself (all repeats 1)
+        return out.clone(memory_format=torch.contiguous_format)
     return wrapped
 
 

@@ -9,6 +9,19 @@ def value_of(node):
     return node.meta.get("val", node.meta.get("example_value"))
 
 
+def inputs_first(graph):
+    """Move every placeholder above the first computation (their order kept) and return
+    them. A partition of a split graph declares each input where it first uses it; an
+    input appended later (a lifted size, a symbol) must follow all of them in argument
+    order yet precede every use."""
+    inputs = [n for n in graph.nodes if n.op == "placeholder"]
+    first_computation = next((n for n in graph.nodes if n.op != "placeholder"), None)
+    if first_computation is not None:
+        for node in inputs:
+            first_computation.prepend(node)
+    return inputs
+
+
 def placeholder_values(gm):
     return [value_of(n) for n in gm.graph.nodes if n.op == "placeholder"]
 

@@ -23,6 +23,7 @@ from .diagnostics import warn_once
 from .driver import compile_graph
 from .fx_meta import value_of as _val
 from .graph_outputs import _copy_graph
+from .partition_symbols import pass_missing_symbols
 
 log = logging.getLogger("ember")
 _MAX_ROUNDS = 6
@@ -187,10 +188,12 @@ def _try_partitioned(gm, extern, target, options):
     for i, p in enumerate(partitions):
         part_nodes[i] = [originals[n.name] for n in p.nodes]
     fused = partitioner.fuse_partitions(partitions, prefix="ember_")
+    size_nodes = {}
     for node in list(fused.graph.nodes):
         if node.op != "call_module" or not node.target.startswith("ember_"):
             continue
         sub = getattr(fused, node.target)
+        pass_missing_symbols(fused, node, sub, size_nodes)
         inputs = [_val(a) for a in node.args]
         try:
             compiled = compile_graph(sub, inputs, target, options)

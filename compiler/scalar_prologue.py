@@ -21,7 +21,7 @@ import operator
 import torch
 from torch.utils._sympy.printers import PythonPrinter
 
-from ember.compiler.fx_meta import value_of as _val
+from ember.compiler.fx_meta import inputs_first, value_of as _val
 
 _SCALARS = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
 
@@ -100,14 +100,7 @@ def lift_scalar_computations(gm):
     """Rewrite `gm` in place (see the module doc); return the Prologue (None: nothing to
     lift). Nodes reading computed tensors (`.item()`) stay."""
     graph = gm.graph
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    # A partition of a split graph declares its inputs where it first uses them; the
-    # lifted scalars are inputs after all of those, so every input moves to the top
-    # (same order) before they are appended.
-    first_computation = next((n for n in graph.nodes if n.op != "placeholder"), None)
-    if first_computation is not None:
-        for node in placeholders:
-            first_computation.prepend(node)
+    placeholders = inputs_first(graph)  # the lifted scalars are appended after them
     index = {n: ("in", i) for i, n in enumerate(placeholders)}
     reads = symbol_reads(placeholders)
     lifted = []  # (node, target, args, kwargs)

@@ -158,11 +158,14 @@ def test_data_dependent_sizes_run_eagerly_and_match():
     lambda v: v.repeat(2, 1, 3, 2),
     lambda v: v.roll(2, 1),
     lambda v: torch.cat([v[:, 1:], v[:, :1]], 1) * 2,
-], ids=["repeat_2d", "repeat_4d", "roll", "cat_of_unequal_slices"])
+    lambda v: v.unsqueeze(0).repeat(3, 1, 1).view(3 * v.shape[0], v.shape[1]),
+], ids=["repeat_2d", "repeat_4d", "roll", "cat_of_unequal_slices", "view_of_repeat"])
 def test_repeat_and_roll_over_symbolic_sizes(fn):
     """repeat(2, 3) over two symbolic dims corrupted the heap (a write out of bounds:
     'double free or corruption'); roll's two slices of different run-time sizes made the
-    concat-to-gather rewrite fail a size check (an error where eager works)."""
+    concat-to-gather rewrite fail a size check (an error where eager works). WavLM's
+    view of a repeat failed in tracing: the expand + reshape was a stride-0 view, not
+    repeat's fresh contiguous tensor."""
     compiled = ember.compile(fn, dynamic=True, options={"fallback": False})
     for b, s in [(2, 5), (3, 7), (4, 9)]:
         v = torch.randn(b, s)
@@ -240,3 +243,23 @@ def test_indexing_by_several_tensors_over_symbolic_sizes():
         torch.testing.assert_close(ours, x.grad)
     with pytest.raises(IndexError):
         fast_pairs(torch.randn(4, 6, 8), torch.tensor([0, 1]), torch.tensor([2, 6]))
+
+
+def test_partition_after_an_aten_convolution_gets_the_symbols_it_needs():
+    """A speech model's feature extractor: an overlapping conv1d runs through ATen, and
+    the partition after it sees only (b, 8, (n - 10)//5 + 1), from which n cannot be
+    read ("sizes s1 are not sizes of its inputs": strict raised, else it ran through
+    ATen). The partition now takes the missing symbols as int arguments."""
+    torch.manual_seed(0)
+    w, proj = torch.randn(8, 1, 10) / 3, torch.randn(8, 16) / 3
+
+    def fn(x):
+        y = F.conv1d(x.unsqueeze(1), w, stride=5).transpose(1, 2)
+        y = F.layer_norm(F.gelu(y), (8,)) @ proj
+        return y[:, 1:] - y[:, :-1]
+
+    compiled = ember.compile(fn, dynamic=True, options={"fallback": False})
+    for b, n in [(2, 400), (3, 523), (1, 200)]:
+        x = torch.randn(b, n)
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), fn(x), rtol=1e-4, atol=1e-5)

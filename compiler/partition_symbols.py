@@ -1,0 +1,75 @@
+"""A partition of a split graph gets the size symbols its shapes need as int arguments.
+
+A partition after an ATen op sees only that op's outputs, whose sizes are expressions of
+the graph's symbols: after the overlapping conv1d of a speech model's feature extractor
+(ATen), the next partition's input is (s0, 32, s1//5 - 1), and no input carries s1, so
+its shapes could not be evaluated per call ("sizes s1 are not sizes of its inputs") and
+it ran through ATen. The parent graph has every symbol (an int input, or a dim of an
+input tensor); the partition now takes the missing ones as extra int inputs:
+
+    before: parent(s0: int, s1: int, x: (s0, s1))
+              c = aten.convolution(...)                      c: (s0, 32, s1//5 - 1)
+              y = ember_1(c)                                 ember_1 cannot read s1
+    after:  parent(s0, s1, x)
+              c = aten.convolution(...)
+              y = ember_1(c, s1)                             ember_1(c, s1: int)
+"""
+import torch
+
+from .fx_meta import inputs_first, value_of as _val
+from .scalar_prologue import symbol_reads
+
+
+def _symbols_of(value):
+    found = set()
+    for leaf in torch.utils._pytree.tree_leaves(value):
+        sizes = [leaf] if isinstance(leaf, torch.SymInt) else (
+            list(leaf.shape) if isinstance(leaf, torch.Tensor) else [])
+        for size in sizes:
+            if isinstance(size, torch.SymInt):
+                found |= size.node.expr.free_symbols
+    return found
+
+
+def _parent_source(parent, symbol, reads, placeholders, created):
+    """A node of `parent` whose value is `symbol` (an int input, or a new sym_size of an
+    input tensor right after the inputs), or None."""
+    if symbol not in reads:
+        return None
+    i, dim = reads[symbol]
+    if dim is None:
+        return placeholders[i]
+    if symbol not in created:
+        with parent.graph.inserting_after(placeholders[-1]):
+            node = parent.graph.call_function(torch.ops.aten.sym_size.int, (placeholders[i], dim))
+        node.meta["val"] = _val(placeholders[i]).shape[dim]
+        created[symbol] = node
+    return created[symbol]
+
+
+def pass_missing_symbols(parent, call, sub, created):
+    """Give `sub` (called by node `call` of `parent`) the symbols it cannot read from its
+    inputs; `created`: the parent's sym_size nodes made so far (shared by partitions)."""
+    needed = set()
+    for node in sub.graph.nodes:
+        needed |= _symbols_of(_val(node))
+    sub_inputs = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    missing = sorted(needed - set(symbol_reads(sub_inputs)), key=str)
+    if not missing:
+        return
+    inputs_first(sub.graph)
+    first_computation = next(n for n in sub.graph.nodes if n.op != "placeholder")
+    placeholders = [n for n in parent.graph.nodes if n.op == "placeholder"]
+    reads = symbol_reads(placeholders)
+    added = False
+    for symbol in missing:
+        source = _parent_source(parent, symbol, reads, placeholders, created)
+        if source is None:  # data-dependent (unbacked): the partition fails as before
+            continue
+        with sub.graph.inserting_before(first_computation):  # after the other inputs
+            extra = sub.graph.placeholder(f"size_{symbol}")
+        extra.meta["val"] = _val(source)
+        call.args = tuple(call.args) + (source,)
+        added = True
+    if added:
+        sub.recompile()
