@@ -16,7 +16,7 @@ from ember.runtime.cache import GLOBAL_CACHE, graph_key
 from . import importer
 from .graph_outputs import plan_outputs
 from .input_layouts import dense_permutation, read_permuted_inputs_in_place
-from .object_cache import OBJECT_CACHE, request_key
+from .object_cache import OBJECT_CACHE, index_key, request_key
 from .scalar_prologue import lift_scalar_computations
 from .symbolic import (ShapeProgram, has_symbolic_shapes, shape_facts,
                        specialize_constant_sizes)
@@ -58,7 +58,7 @@ def compile_graph(gm, example_inputs, target="cpu", options=None, mutated_inputs
                     shape_facts(gm) + os.environ.get("EMBER_OPT_LEVEL", "") + repr(layouts)
                     + repr(tuple(mutated_inputs)))
     return GLOBAL_CACHE.get_or_build(key, lambda: _build(gm, input_specs, example_inputs,
-                                                         mutated_inputs))
+                                                         mutated_inputs, key))
 
 
 def _opt_level(dynamic):
@@ -90,7 +90,7 @@ def _in_place_candidates(plan, kernel_gm, example_inputs, input_strides, mutated
     return found
 
 
-def _build(gm, input_specs, example_inputs=(), mutated_inputs=()):
+def _build(gm, input_specs, example_inputs=(), mutated_inputs=(), graph_key=None):
     from ember.targets.cpu.loader import LoadedKernel, UnresolvedSymbolError
 
     plan, kernel_gm = plan_outputs(gm)
@@ -106,17 +106,25 @@ def _build(gm, input_specs, example_inputs=(), mutated_inputs=()):
         prologue = lift_scalar_computations(kernel_gm)
         shapes = ShapeProgram(kernel_gm, [importer._val(n) for n in _output_nodes(kernel_gm)])
     kernel_inputs = [importer._val(n) for n in kernel_gm.graph.nodes if n.op == "placeholder"]
-    torch_ir = importer.import_to_torch_ir(kernel_gm, shapes)
     dump_dir = os.environ.get("EMBER_DUMP_DIR") or None
     _dump_count[0] += 1
-    candidates = (_in_place_candidates(plan, kernel_gm, example_inputs,
-                                       input_strides or [None] * len(kernel_inputs),
-                                       mutated_inputs) if mutated_inputs else [])
-    request = {"torch_ir": torch_ir, "dump_dir": dump_dir,
-               "name": f"graph{_dump_count[0]:03d}", "opt_level": _opt_level(shapes is not None),
-               "in_place": candidates}
+    # A graph compiled by an earlier process: its request key is remembered under the
+    # graph's key, so its object loads without importing the graph to torch IR again.
     # A dump asks for the IR of each stage: only a real compile writes it.
-    reply, from_disk = compile_request(request, kernel_gm)
+    index = index_key(graph_key) if graph_key and dump_dir is None else None
+    known = OBJECT_CACHE.load_index(index) if index else None
+    reply = OBJECT_CACHE.load(known) if known else None
+    from_disk = reply is not None
+    if reply is None:
+        candidates = (_in_place_candidates(plan, kernel_gm, example_inputs,
+                                           input_strides or [None] * len(kernel_inputs),
+                                           mutated_inputs) if mutated_inputs else [])
+        request = {"torch_ir": importer.import_to_torch_ir(kernel_gm, shapes),
+                   "dump_dir": dump_dir, "name": f"graph{_dump_count[0]:03d}",
+                   "opt_level": _opt_level(shapes is not None), "in_place": candidates}
+        reply, from_disk = compile_request(request, kernel_gm)
+        if index:
+            OBJECT_CACHE.store_index(index, request_key(request))
     num_sizes = len(shapes.symbols) if shapes is not None else 0
     # inputs (tensors and lifted scalars), outputs, size arguments, workspace
     arg_types = [_arg_type(v) for v in kernel_inputs] + ["ptr"] * len(output_specs)

@@ -25,6 +25,7 @@ from importlib import metadata
 
 log = logging.getLogger("ember")
 _FORMAT = b"ember-object-cache-1"
+_INDEX_FORMAT = b"ember-graph-index-1:"
 _lock = threading.Lock()
 
 
@@ -105,8 +106,21 @@ def request_key(request):
     return h.hexdigest()
 
 
+def index_key(graph_key):
+    """The key under which the request key of an FX graph's compile is remembered:
+    `graph_key` (runtime/cache.py: the graph's code, constants, input specs, options,
+    shape facts) with ember's code and the host CPU. A fresh process that finds it skips
+    the torch-mlir import that the request key hashes."""
+    h = hashlib.sha256(b"ember-graph-index-1")
+    h.update(_code_fingerprint().encode())
+    h.update(_host_cpu().encode())
+    h.update(graph_key.encode())
+    return "fx-" + h.hexdigest()
+
+
 class ObjectCache:
-    """load(key) -> reply or None; store(key, reply). Counters for tests and logging."""
+    """load(key) -> reply or None; store(key, reply); load_index / store_index map a
+    graph's index_key to its request key. Counters for tests and logging."""
 
     def __init__(self):
         self.hits = self.misses = self.stores = 0
@@ -146,19 +160,46 @@ class ObjectCache:
     def store(self, key, reply):
         if not enabled() or not reply.get("ok"):
             return
-        path = self._path(key)
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd, partial = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".partial-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(_FORMAT + pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(partial, path)
-        except OSError as exc:  # a read-only or full disk costs the cache, not the compile
-            log.info("ember: cannot write the compile cache (%s)", exc)
+        if not _write_whole(self._path(key), _FORMAT + pickle.dumps(
+                reply, protocol=pickle.HIGHEST_PROTOCOL)):
             return
         with _lock:
             self.stores += 1
         evict(_limit_bytes())
+
+
+    def load_index(self, key):
+        """The request key stored for index `key`, or None."""
+        if not enabled():
+            return None
+        try:
+            with open(self._path(key), "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        if not data.startswith(_INDEX_FORMAT):
+            return None
+        return data[len(_INDEX_FORMAT):].decode("ascii", "replace")
+
+    def store_index(self, key, request_key):
+        if not enabled():
+            return
+        _write_whole(self._path(key), _INDEX_FORMAT + request_key.encode("ascii"))
+
+
+def _write_whole(path, data):
+    """Write `data` to a temporary name and rename it into place (readers never see
+    half a file); False when the disk refuses (that costs the cache, not the compile)."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, partial = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".partial-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(partial, path)
+        return True
+    except OSError as exc:
+        log.info("ember: cannot write the compile cache (%s)", exc)
+        return False
 
 
 def _remove(path):

@@ -13,7 +13,7 @@ from torch_mlir import ir
 from torch_mlir.extras.fx_importer import (GraphNodeImporter, Operation, RangeConstraint,
                                           TorchFakeTensor)
 
-from .passes.shape_import import DIVISORS_ATTR, SHAPE_ATTR, set_arg_attr
+from ember.dialects.shape import DIVISORS_ATTR, SHAPE_ATTR, set_arg_attr
 
 
 class NotAffine(ValueError):

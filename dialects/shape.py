@@ -78,3 +78,27 @@ class BindOp(ShapeDialect.Operation, name="bind"):
 
 SYMBOL_OP_NAME = SymbolOp.OPERATION_NAME
 BIND_OP_NAME = BindOp.OPERATION_NAME
+
+
+# Function attributes the shape passes and the symbolic importer share.
+SYMBOLS_ATTR = "ember_shape.symbols"
+SHAPE_ATTR = "ember_shape.shape"
+RESULT_SHAPES_ATTR = "ember_shape.result_shapes"
+DIVISORS_ATTR = "ember_shape.divisors"
+
+
+def set_arg_attr(func_op, index, name, attr):
+    n = len(func_op.regions[0].blocks[0].arguments)
+    old = (list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+           if "arg_attrs" in func_op.attributes else [ir.DictAttr.get({})] * n)
+    entries = {a.name: a.attr for a in ir.DictAttr(old[index])}
+    entries[name] = attr
+    old[index] = ir.DictAttr.get(entries)
+    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(old)
+
+
+def arg_attr(func_op, index, name):
+    if "arg_attrs" not in func_op.attributes:
+        return None
+    entries = ir.DictAttr(list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))[index])
+    return entries[name] if name in entries else None

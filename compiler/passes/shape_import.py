@@ -23,12 +23,11 @@ from torch_mlir import ir
 
 from ember.compiler.ir_walk import collect, entry_functions
 from ember.dialects.shape import SYMBOL_OP_NAME
+# (defined with the dialect, so the importer reads them without loading every pass)
+from ember.dialects.shape import (DIVISORS_ATTR, RESULT_SHAPES_ATTR, SHAPE_ATTR,  # noqa: F401
+                                  SYMBOLS_ATTR, arg_attr, set_arg_attr)
 
 PASS_NAME = "ember-shape-import"
-SYMBOLS_ATTR = "ember_shape.symbols"
-SHAPE_ATTR = "ember_shape.shape"
-RESULT_SHAPES_ATTR = "ember_shape.result_shapes"
-DIVISORS_ATTR = "ember_shape.divisors"
 
 
 def _int_attr(op, name):
@@ -62,23 +61,6 @@ def _global_map(bind, positions, n_symbols):
 def _unbound_map(n_symbols):
     """Marks a result without a bind (a static shape): no results."""
     return ir.AffineMap.get(0, n_symbols, [])
-
-
-def set_arg_attr(func_op, index, name, attr):
-    n = len(func_op.regions[0].blocks[0].arguments)
-    old = (list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
-           if "arg_attrs" in func_op.attributes else [ir.DictAttr.get({})] * n)
-    entries = {a.name: a.attr for a in ir.DictAttr(old[index])}
-    entries[name] = attr
-    old[index] = ir.DictAttr.get(entries)
-    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(old)
-
-
-def arg_attr(func_op, index, name):
-    if "arg_attrs" not in func_op.attributes:
-        return None
-    entries = ir.DictAttr(list(ir.ArrayAttr(func_op.attributes["arg_attrs"]))[index])
-    return entries[name] if name in entries else None
 
 
 def shape_import(module_op, pass_=None):

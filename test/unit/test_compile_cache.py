@@ -12,13 +12,16 @@ from ember.compiler import object_cache
 
 _SCRIPT = textwrap.dedent("""
     import torch, ember
+    from ember.compiler import importer
     from ember.compiler.object_cache import OBJECT_CACHE
+    imports, real_import = [], importer.import_to_torch_ir
+    importer.import_to_torch_ir = lambda *a, **k: imports.append(1) or real_import(*a, **k)
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
     x = torch.randn(8, 16)
     with torch.no_grad():
         torch.testing.assert_close(ember.compile(m, options={"fallback": False})(x), m(x))
-    print("HITS", OBJECT_CACHE.hits, "STORES", OBJECT_CACHE.stores)
+    print("HITS", OBJECT_CACHE.hits, "STORES", OBJECT_CACHE.stores, "IMPORTS", len(imports))
 """)
 
 
@@ -28,21 +31,25 @@ def _run(cache_dir):
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     line = [l for l in done.stdout.splitlines() if l.startswith("HITS")][-1].split()
-    return int(line[1]), int(line[3])
+    return int(line[1]), int(line[3]), int(line[5])
 
 
 def _entries(cache_dir):
+    """The object entries (not the graph-key index entries, "fx-...")."""
     root = os.path.join(cache_dir, "objects")
-    return [os.path.join(b, f) for b, _, files in os.walk(root) for f in files]
+    return [os.path.join(b, f) for b, _, files in os.walk(root) for f in files
+            if not f.startswith("fx-")]
 
 
 def test_a_fresh_process_loads_instead_of_compiling(tmp_path):
-    assert _run(tmp_path) == (0, 1)  # cold: compiled and stored
-    assert _run(tmp_path) == (1, 0)  # warm: loaded, nothing compiled
+    assert _run(tmp_path) == (0, 1, 1)  # cold: imported, compiled and stored
+    # warm: loaded, nothing compiled, and not even imported to torch IR (the graph's key
+    # leads to the object)
+    assert _run(tmp_path) == (1, 0, 0)
     (entry,) = _entries(tmp_path)
     with open(entry, "wb") as f:  # damaged (a disk error, a killed writer)
         f.write(b"ember-object-cache-1 not a pickle")
-    assert _run(tmp_path) == (0, 1)  # dropped, compiled again, correct results
+    assert _run(tmp_path) == (0, 1, 1)  # dropped, compiled again, correct results
 
 
 def test_key_covers_the_ir_and_the_opt_level():
