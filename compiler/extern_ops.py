@@ -18,6 +18,7 @@ strict mode):
 import operator
 
 import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from . import importer
 from .fx_meta import value_of as _val
@@ -108,6 +109,11 @@ _CPU_FLASH_ATTENTION = (aten._scaled_dot_product_flash_attention_for_cpu.default
                         aten._scaled_dot_product_flash_attention_for_cpu_backward.default)
 
 
+def _known_empty(t):
+    # A symbolic size is not known to be 0 (and asking would add a guard).
+    return statically_known_true(t.numel() == 0)
+
+
 def classify(node, conv="ember", low_casts=False):
     """None if ember compiles `node`; else ('design' | 'unsupported', reason). With
     conv="aten", the convolutions the decompositions left (see
@@ -123,10 +129,13 @@ def classify(node, conv="ember", low_casts=False):
     outs = _tensors(val)
     if not outs:
         return ("design", "it yields no tensor")
+    ins = _arg_tensors(node)
+    if any(_known_empty(t) for t in outs + ins):
+        return ("design", "a zero-size tensor (ATen has the exact semantics of degenerate "
+                "shapes, e.g. (3, 0) @ (0, 4) is zeros(3, 4))")
     name = _base_name(node)
     if any(word in name for word in _RANDOM_WORDS):
         return ("design", "random ops draw from torch's generator")
-    ins = _arg_tensors(node)
     if (name in _INT_DIVISION and any(not t.dtype.is_floating_point for t in outs + ins)
             and not _nonzero_scalar_divisor(node)):
         return ("design", "integer division raises ZeroDivisionError on zero, as in eager")

@@ -15,7 +15,6 @@ import operator
 import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
-from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from ember.errors import EmberError, EmberUnsupportedError
 from . import extern_layouts, extern_ops, importer, low_precision, scalar_prologue, zero_dim
@@ -44,17 +43,6 @@ class _CompiledSubgraph(torch.nn.Module):
 
     def forward(self, *args):
         return self.compiled(*args)
-
-
-def zero_size_tensors(gm):
-    """Whether any value of the graph has a zero-length dimension: nothing to compute, and
-    ATen has the exact semantics of degenerate shapes ((3,0)@(0,4) is zeros(3,4))."""
-    for node in gm.graph.nodes:
-        for v in torch.utils._pytree.tree_leaves(_val(node)):
-            # A symbolic size is not known to be 0 (and asking would add a guard).
-            if isinstance(v, torch.Tensor) and statically_known_true(v.numel() == 0):
-                return True
-    return False
 
 
 # Ops that reach the backend after AOTAutograd's decompositions (Dynamo's
@@ -118,9 +106,6 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict, mutated_inp
     """Return a callable with the graph's semantics; raise in strict mode when an op must
     run through ATen because ember cannot lower it. `mutated_inputs`: see
     driver.compile_graph (used when the graph is one kernel)."""
-    if zero_size_tensors(gm):
-        log.info("ember: graph with zero-size tensors runs through ATen")
-        return gm
     rename_aliases(gm)
     if low_precision.has_low_precision(gm):
         low_precision.upcast(gm)

@@ -15,7 +15,8 @@ line per model:
   WRONG    a result differs
   RAISED   ember raised where eager did not (with --strict: a fallback)
   CRASH    the process died or timed out
-and the first line of each ember warning (ops that ran through ATen).
+and the first line of each ember warning (ops that ran through ATen), or a note when no
+graph reached an ember kernel at all.
 """
 import argparse
 import os
@@ -181,6 +182,10 @@ def probe(name, strict):
         results.append((f"gradients (worst: {worst[1]})", worst[0]))
     notes = sorted({str(w.message).splitlines()[0][:200] for w in caught
                     if str(w.message).startswith("ember")})
+    from ember.runtime.cache import GLOBAL_CACHE
+
+    if not GLOBAL_CACHE.misses + GLOBAL_CACHE.hits:
+        notes.append("nothing was compiled: every graph ran through ATen")
     return results, notes
 
 

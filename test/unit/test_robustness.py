@@ -102,6 +102,26 @@ def test_zero_size_tensors(name, fn, inputs):
     torch.testing.assert_close(actual, expected)
 
 
+def test_an_empty_tensor_sends_only_its_ops_to_aten():
+    """An HF decoder's empty cache (a (b, 0, d) tensor concatenated with the new keys)
+    made the whole graph run through ATen: Phi, GPT-J, CodeGen ran uncompiled, silently.
+    Only the ops that touch the empty tensor run through ATen now."""
+    from ember.runtime.cache import GLOBAL_CACHE
+
+    torch.manual_seed(0)
+    w = torch.randn(8, 8) / 3
+
+    def fn(x, cache):
+        keys = torch.cat([cache, x], 1)
+        return torch.softmax(keys @ w, -1) * 2 + 1
+
+    x, cache = torch.randn(2, 5, 8), torch.randn(2, 0, 8)
+    built = GLOBAL_CACHE.misses
+    actual, expected = compile_strict(fn)(x, cache), fn(x, cache)
+    torch.testing.assert_close(actual, expected)
+    assert GLOBAL_CACHE.misses > built  # the GEMM and softmax were compiled
+
+
 def test_zero_size_pixel_unshuffle():
     # Eager's kernel returns its empty input's shape (0, 2, 4, 4) here, a torch quirk; the
     # op's own shape rule (and inductor) give (0, 8, 2, 2). No crash is the point.
