@@ -19,7 +19,7 @@ import torch
 from torch.utils._sympy.functions import FloorDiv
 
 from ember.errors import EmberUnsupportedError
-from ember.compiler.fx_meta import value_of as _val
+from ember.compiler.fx_meta import inputs_first, value_of as _val
 from ember.compiler.symbolic import _expr
 
 aten = torch.ops.aten
@@ -144,6 +144,7 @@ def split_symbolic_views(gm):
     """Rewrite reshapes whose sizes are symbolic (see the module doc), in place."""
     graph = gm.graph
     changed = False
+    inputs_first(graph)  # a view's -1 may be computed from an input declared below it
     sizes = _SizeNodes(graph)
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target not in _RESHAPES:
