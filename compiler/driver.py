@@ -122,9 +122,10 @@ def _build(gm, input_specs, example_inputs=(), mutated_inputs=(), graph_key=None
         request = {"torch_ir": importer.import_to_torch_ir(kernel_gm, shapes),
                    "dump_dir": dump_dir, "name": f"graph{_dump_count[0]:03d}",
                    "opt_level": _opt_level(shapes is not None), "in_place": candidates}
-        reply, from_disk = compile_request(request, kernel_gm)
+        key = request_key(request) if dump_dir is None else None  # hashed once
+        reply, from_disk = compile_request(request, kernel_gm, key=key)
         if index:
-            OBJECT_CACHE.store_index(index, request_key(request))
+            OBJECT_CACHE.store_index(index, key)
     num_sizes = len(shapes.symbols) if shapes is not None else 0
     # inputs (tensors and lifted scalars), outputs, size arguments, workspace
     arg_types = [_arg_type(v) for v in kernel_inputs] + ["ptr"] * len(output_specs)
@@ -150,11 +151,13 @@ def _build(gm, input_specs, example_inputs=(), mutated_inputs=(), graph_key=None
                          in_place=reply.get("in_place", ()))
 
 
-def compile_request(request, kernel_gm, what="ember"):
+def compile_request(request, kernel_gm, what="ember", key=None):
     """The codegen worker's reply to `request`, from the disk cache when it holds it
     (a request that dumps IR always compiles); raise the error a failed reply names.
-    Returns (reply, whether it came from the disk)."""
-    key = request_key(request) if request.get("dump_dir") is None else None
+    Returns (reply, whether it came from the disk). `key`: request_key(request) when the
+    caller hashed it already."""
+    if key is None and request.get("dump_dir") is None:
+        key = request_key(request)
     reply = OBJECT_CACHE.load(key) if key else None
     from_disk = reply is not None
     if reply is None:

@@ -18,17 +18,7 @@ import torch
 
 from .fx_meta import inputs_first, value_of as _val
 from .scalar_prologue import symbol_reads
-
-
-def _symbols_of(value):
-    found = set()
-    for leaf in torch.utils._pytree.tree_leaves(value):
-        sizes = [leaf] if isinstance(leaf, torch.SymInt) else (
-            list(leaf.shape) if isinstance(leaf, torch.Tensor) else [])
-        for size in sizes:
-            if isinstance(size, torch.SymInt):
-                found |= size.node.expr.free_symbols
-    return found
+from .symbolic import _free_symbols
 
 
 def _parent_source(parent, symbol, reads, placeholders, created):
@@ -50,9 +40,7 @@ def _parent_source(parent, symbol, reads, placeholders, created):
 def pass_missing_symbols(parent, call, sub, created):
     """Give `sub` (called by node `call` of `parent`) the symbols it cannot read from its
     inputs; `created`: the parent's sym_size nodes made so far (shared by partitions)."""
-    needed = set()
-    for node in sub.graph.nodes:
-        needed |= _symbols_of(_val(node))
+    needed = _free_symbols(sub)
     sub_inputs = [n for n in sub.graph.nodes if n.op == "placeholder"]
     missing = sorted(needed - set(symbol_reads(sub_inputs)), key=str)
     if not missing:
