@@ -5,9 +5,12 @@
 
 Per model and batch size: median latency of the three variants (timed in alternating
 rounds: the machine is shared and noisy), the ratios eager/ember and inductor/ember,
-ember's kernels per graph, and compile times: cold (first call, with fresh, empty
-inductor and ember caches made for this run) and warm (the first call in a FRESH
-process that finds the caches this run filled: what a user pays on the next start).
+ember's kernels per graph, and compile times (the compile call and the first call):
+cold (with fresh, empty
+inductor and ember caches made for this run; Dynamo's one-time start-up is paid first,
+so neither compiler pays it for the other) and warm (the first call in a FRESH process
+per compiler that finds the caches this run filled: what a user pays on the next start,
+imports included).
 Geomeans per batch size at the end. `--json out.json` keeps the rows. On a GPU each timed
 call ends with a device synchronisation, and ember's target follows the model's device.
 """
@@ -72,11 +75,14 @@ def _interleaved_median_ms(fns, inputs, iters, rounds=5, warmup=3):
     return {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
 
 
-def _first_call_s(fn, inputs):
+def _compile_and_first_call(make, inputs):
+    """(seconds, compiled fn, output): `make()` (torch.compile / ember.compile, which import
+    their compiler the first time) and the first call, what a user waits for."""
     t = time.perf_counter()
+    fn = make()
     with torch.no_grad():
         out = fn(*inputs)
-    return time.perf_counter() - t, out
+    return time.perf_counter() - t, fn, out
 
 
 class _KernelCounter(logging.Handler):
@@ -91,15 +97,20 @@ class _KernelCounter(logging.Handler):
             self.kernels.append(record.args[2])
 
 
-def _compile_both(name, batch):
-    """(model, inputs, inductor fn, ember fn, row with compile times and kernel counts)."""
+def _compile_both(name, batch, variants=("inductor", "ember")):
+    """(model, inputs, inductor fn, ember fn, row with compile times and kernel counts).
+    `variants`: which compilers to run (a warm child times one per fresh process)."""
     torch.manual_seed(0)
     model, inputs = build(name, scale="bench", batch=batch)
     model, inputs = _on_device(model.eval(), inputs)
     row = {"model": name, "batch": batch}
     torch._dynamo.reset()
-    inductor = torch.compile(model)
-    row["inductor_compile_s"], _ = _first_call_s(inductor, inputs)
+    inductor = fast = out = None
+    if "inductor" in variants:
+        row["inductor_compile_s"], inductor, _ = _compile_and_first_call(
+            lambda: torch.compile(model), inputs)
+    if "ember" not in variants:
+        return model, inputs, inductor, fast, out, row
     # A second backend needs its own Dynamo cache entry: compile ember on a shallow copy
     # of the module (same parameters), so both stay callable side by side.
     counter = _KernelCounter()
@@ -110,8 +121,8 @@ def _compile_both(name, batch):
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            fast = ember.compile(copy.copy(model))
-            row["ember_compile_s"], out = _first_call_s(fast, inputs)
+            row["ember_compile_s"], fast, out = _compile_and_first_call(
+                lambda: ember.compile(copy.copy(model)), inputs)
     finally:
         logger.removeHandler(counter)
         logger.setLevel(level)
@@ -119,6 +130,13 @@ def _compile_both(name, batch):
     row["graphs"] = len(counter.kernels)
     row["kernels"] = "+".join(str(k) for k in counter.kernels)
     return model, inputs, inductor, fast, out, row
+
+
+def _warm_up_dynamo():
+    """Dynamo's one-time costs in a process (imports, first trace) on a tiny function,
+    so that the cold compile times below belong to each compiler, whichever runs first."""
+    torch.compile(lambda x: x.sin() + 1, backend="eager")(torch.ones(3))
+    torch._dynamo.reset()
 
 
 def bench_model(name, batch, iters):
@@ -134,20 +152,25 @@ def bench_model(name, batch, iters):
 
 
 def _warm_compile(name, batch):
-    """Compile times in a fresh process that finds this run's caches."""
-    out = subprocess.run([sys.executable, __file__, "--warm-child", name, str(batch),
-                          "--device", _SETUP["device"],
-                          "--dtype", str(_SETUP["dtype"]).replace("torch.", "")],
-                         capture_output=True, text=True, env=os.environ.copy())
-    for line in out.stdout.splitlines():
-        if line.startswith("{"):
-            return json.loads(line)
-    return {"inductor_compile_s": float("nan"), "ember_compile_s": float("nan")}
+    """Compile times of the first call in fresh processes that find this run's caches,
+    one process per compiler (what a user pays on the next start, imports included)."""
+    times = {}
+    for variant in ("inductor", "ember"):
+        out = subprocess.run([sys.executable, __file__, "--warm-child", name, str(batch),
+                              variant, "--device", _SETUP["device"],
+                              "--dtype", str(_SETUP["dtype"]).replace("torch.", "")],
+                             capture_output=True, text=True, env=os.environ.copy())
+        key = f"{variant}_compile_s"
+        times[key] = float("nan")
+        for line in out.stdout.splitlines():
+            if line.startswith("{"):
+                times[key] = json.loads(line)[key]
+    return times
 
 
-def _warm_child(name, batch):
-    _, _, _, _, _, row = _compile_both(name, int(batch))
-    print(json.dumps({k: row[k] for k in ("inductor_compile_s", "ember_compile_s")}))
+def _warm_child(name, batch, variant):
+    _, _, _, _, _, row = _compile_both(name, int(batch), variants=(variant,))
+    print(json.dumps({f"{variant}_compile_s": row[f"{variant}_compile_s"]}))
 
 
 def _fresh_caches():
@@ -168,7 +191,7 @@ def main(argv=None):
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--dtype", default="float32",
                    help="model dtypes, comma-separated (float32, bfloat16, float16)")
-    p.add_argument("--warm-child", nargs=2, help=argparse.SUPPRESS)
+    p.add_argument("--warm-child", nargs=3, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     _SETUP["device"] = args.device
     dtypes = [getattr(torch, d) for d in args.dtype.split(",") if d]
@@ -178,6 +201,7 @@ def main(argv=None):
         return 0
     if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
         _fresh_caches()
+    _warm_up_dynamo()
     names = [n for n in args.models.split(",") if n]
     batches = [int(b) for b in args.batch.split(",") if b]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; latency in ms, "
@@ -220,7 +244,8 @@ def _run_table(names, batches, args):
         print(f"batch {batch}: geomean eager/ember {geo([r['eager_ms'] / r['ember_ms'] for r in rs]):.3f}"
               f", inductor/ember {geo([r['inductor_ms'] / r['ember_ms'] for r in rs]):.3f}"
               f", compile ember/inductor cold "
-              f"{geo([r['ember_compile_s'] / r['inductor_compile_s'] for r in rs]):.2f}")
+              f"{geo([r['ember_compile_s'] / r['inductor_compile_s'] for r in rs]):.2f}"
+              + ("" if args.no_warm else ", warm " + f"{geo([r['ember_warm_s'] / r['inductor_warm_s'] for r in rs]):.2f}"))
     return rows
 
 

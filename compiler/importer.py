@@ -11,17 +11,14 @@ import os
 import re
 
 import torch
-from torch_mlir import fx as torch_mlir_fx
-from torch_mlir.compiler_utils import OutputType
-from torch_mlir import ir
-from torch_mlir.passmanager import PassManager
-from torch_mlir.dialects import torch as torch_d
-from torch_mlir.extras.fx_importer import FxImporter
 
 from ember.errors import EmberUnsupportedError
 from .fx_meta import value_of as _val
-from .ir_walk import collect
 from .low_precision import USER_VAL
+
+# torch-mlir is imported where IR is built, not here: a warm start (every graph's object
+# found in the compile cache) uses only this module's naming helpers and never pays
+# torch-mlir's import (~0.1-0.3 s).
 
 ENTRY = "forward"
 _SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.bool,
@@ -179,6 +176,8 @@ def new_fx_importer(context):
     """FxImporter(context), without the side effect of its module-level `logging.debug`:
     with no root handler that call runs logging.basicConfig(), which made every ember
     log line print twice (TORCH_LOGS="+ember") and changed the user's root logger."""
+    from torch_mlir.extras.fx_importer import FxImporter
+
     from .symbolic_import import BoundaryBindingImporter
 
     root = logging.getLogger()
@@ -195,6 +194,9 @@ def new_fx_importer(context):
 def torch_context():
     """(an MLIR context with the torch dialect, the list its diagnostics are collected in):
     torch-mlir's errors become part of ember's message instead of lines on the terminal."""
+    from torch_mlir import ir
+    from torch_mlir.dialects import torch as torch_d
+
     context = ir.Context()
     torch_d.register_dialect(context)
     diagnostics = []
@@ -247,6 +249,8 @@ def _linalg_backend_pipeline():
     which rejects the library calls ember-call-scalar-library placed (ember's own
     leftover check, check_lowerable, catches what that verifier would). The text is the
     same for every graph: expanded once (under the caller's MLIR context)."""
+    from torch_mlir.passmanager import PassManager
+
     text = str(PassManager.parse("builtin.module(torch-backend-to-linalg-on-tensors-"
                                  "backend-pipeline{allow-non-finites=true})"))
     assert text.endswith(_VERIFIER + ")"), text[-200:]
@@ -261,6 +265,10 @@ def lower_torch_ir_to_linalg(module):
     """torch dialect -> linalg-on-tensors in place (torch-mlir's backend pipelines).
     Raises whatever torch-mlir raises; the caller maps it to the ATen op. The TMTensor ops
     torch-mlir leaves (scan, scatter, sort) become loops here (ember-lower-tm-tensor)."""
+    from torch_mlir import fx as torch_mlir_fx
+    from torch_mlir.compiler_utils import OutputType
+    from torch_mlir.passmanager import PassManager
+
     from .pipeline import run_pipeline
 
     run_pipeline(module, TORCH_IR_REWRITES, stage="call-scalar-library")
@@ -281,6 +289,8 @@ SHAPE_RESOLUTION = ["ember-shape-resolve-dims", "ember-shape-exact-reshapes", "c
 
 def _has_symbols(module):
     from ember.dialects.shape import SYMBOL_OP_NAME
+
+    from .ir_walk import collect
 
     return bool(collect(module.operation, lambda o: o.name == SYMBOL_OP_NAME))
 
@@ -310,6 +320,8 @@ _TM_TENSOR_SOURCES = {
 def leftover_ops(module):
     """Names of ops the linalg pipeline cannot bufferize and lower, the one that stands for
     the ATen op first (the walk visits nested ops first)."""
+    from .ir_walk import collect
+
     found = [o.name for o in collect(module.operation,
                                      lambda o: o.name.startswith(("tm_tensor.", "torch.", "torch_c.")))]
     found.sort(key=lambda n: (n not in _TM_TENSOR_SOURCES, n.endswith("yield")))

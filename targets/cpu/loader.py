@@ -150,10 +150,8 @@ class LoadedKernel:
         self.error_messages = list(error_messages)
         self.error_code = None
         if self.error_messages:
-            from .run_time_checks import ERROR_GLOBAL
-
             self.error_code = ctypes.c_int32.from_address(
-                self._engine.get_global_value_address(ERROR_GLOBAL))
+                self._engine.get_global_value_address(runtime_symbols.ERROR_GLOBAL))
         self.fn = ctypes.CFUNCTYPE(None, *[_C_TYPES[t] for t in arg_types])(address)
 
 

@@ -17,9 +17,9 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, memref, scf
 
 from ember.compiler.ir_walk import collect
+from .runtime_symbols import ERROR_GLOBAL
 
 PASS_NAME = "ember-asserts-to-error-code"
-ERROR_GLOBAL = "ember_error_code"
 MESSAGES_ATTR = "ember.error_messages"
 
 

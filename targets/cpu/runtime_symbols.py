@@ -4,6 +4,9 @@ JIT shares one MKL and one OpenMP thread team with eager PyTorch)."""
 import ctypes
 import os
 
+# The i32 global a failed run-time check writes its message number to (run_time_checks.py
+# defines it, the loader reads it).
+ERROR_GLOBAL = "ember_error_code"
 BLAS_SYMBOL = "sgemm_"
 BATCH_SYMBOL = "sgemm_batch_"  # MKL only; batched matmuls loop over sgemm_ without it
 OPENMP_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
