@@ -242,6 +242,20 @@ def _cumprod_without_dtype(x, dim, *, dtype=None):
     return aten.cumprod.default(x.to(dtype), dim)
 
 
+def _weight_norm_interface_backward(grad_w, v, g, norm, dim):
+    """Gradients of w = v * g / |v| (norms over every dim but `dim`, kept as size 1), as
+    ATen's kernel computes them; torch has no decomposition, so weight-normed layers
+    (HuBERT's, WavLM's positional conv) ran their backward through ATen.
+        s = sum(grad_w * v),  grad_g = s / |v|,  grad_v = g / |v| * (grad_w - v * s / |v|^2)"""
+    dims = [d for d in range(v.dim()) if d != dim % max(v.dim(), 1)]
+    compute = torch.float32 if v.dtype in (torch.float16, torch.bfloat16) else v.dtype
+    grad_w, v_c, g_c, norm = (t.to(compute) for t in (grad_w, v, g, norm))
+    s = (grad_w * v_c).sum(dims, keepdim=True)
+    grad_v = (g_c / norm) * (grad_w - v_c * (s / (norm * norm)))
+    grad_g = s / norm
+    return grad_v.to(v.dtype), grad_g.reshape(g.shape).to(g.dtype)
+
+
 def _roll(x, shifts, dims=()):
     """roll as a concatenation of two slices per rolled dim (torch-mlir's roll lowering
     does not bufferize); a new tensor even when nothing moves, as in eager."""
@@ -345,6 +359,7 @@ def decomposition_table(conv="ember", attention="ember"):
     table.update(FOREACH_DECOMPOSITIONS)
     table[aten.cumprod.default] = _cumprod_without_dtype
     table[aten.roll.default] = _roll
+    table[aten._weight_norm_interface_backward.default] = _weight_norm_interface_backward
     table[aten.diagonal_scatter.default] = _diagonal_scatter
     table[aten.signbit.default] = _signbit
     table[aten.reciprocal.default] = _reciprocal

@@ -237,3 +237,24 @@ def test_index_put_of_a_2d_index_with_dynamic_sizes():
         index = torch.randint(0, 10, (batch, seq))
         for values in (torch.randn(batch, seq, 4), torch.randn(seq, 4)):
             torch.testing.assert_close(compiled(x, index, values), accumulate(x, index, values))
+
+
+@pytest.mark.parametrize("dim", [0, 2])
+def test_weight_norm_backward_compiles(dim):
+    """A weight-normed conv1d (HuBERT's and WavLM's positional convolution): its backward
+    `_weight_norm_interface_backward` ran through ATen; its gradients now come from ember's
+    kernels, strict, and match eager's."""
+    torch.manual_seed(0)
+    conv = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(8, 6, 3), dim=dim)
+    x = torch.randn(2, 8, 16)
+
+    def grads(fn):
+        conv.zero_grad()
+        (fn(x) * torch.linspace(-1, 1, 14)).sum().backward()
+        return [p.grad.clone() for p in conv.parameters()]
+
+    want = grads(conv)
+    got = grads(ember.compile(conv, options={"fallback": False}))
+    assert len(got) == 3  # original0 (g), original1 (v), bias
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
