@@ -18,6 +18,7 @@ from .special_decompositions import SPECIAL_DECOMPOSITIONS
 from .indexing_decompositions import INDEXING_DECOMPOSITIONS
 from .order_statistics import ORDER_STATISTICS
 from .distance_decompositions import DISTANCE_DECOMPOSITIONS
+from .pool_decompositions import POOL_DECOMPOSITIONS
 from .foreach_decompositions import FOREACH_DECOMPOSITIONS
 
 aten = torch.ops.aten
@@ -352,6 +353,7 @@ def decomposition_table(conv="ember", attention="ember"):
     table.update(INDEXING_DECOMPOSITIONS)
     table.update(ORDER_STATISTICS)
     table.update(DISTANCE_DECOMPOSITIONS)
+    table.update(POOL_DECOMPOSITIONS)
     table.update(ATTENTION_DECOMPOSITIONS)
     if attention == "aten":
         for op in ATTENTION_DECOMPOSITIONS:

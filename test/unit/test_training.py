@@ -258,3 +258,21 @@ def test_weight_norm_backward_compiles(dim):
     assert len(got) == 3  # original0 (g), original1 (v), bias
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_avg_pool_backward_compiles(dynamic):
+    """PoolFormer's token mixer (3x3 average, stride 1, padding not counted) and a strided
+    ceil-mode pool: avg_pool2d_backward ran through ATen (torch-mlir cannot lower it);
+    strict now, gradients as eager's, at changing sizes."""
+    def mixer(x):
+        y = F.avg_pool2d(x, 3, 1, 1, count_include_pad=False) - x
+        return F.avg_pool2d(y.tanh(), 3, 2, 1, ceil_mode=True) * 2
+
+    compiled = ember.compile(mixer, dynamic=dynamic, options={"fallback": False})
+    for shape in [(2, 4, 9, 9), (3, 4, 12, 10)]:
+        x = torch.randn(shape)
+        want = _grads(mixer, [x])
+        got = _grads(compiled, [x])
+        torch.testing.assert_close(got[0], want[0], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(got[1][0], want[1][0], rtol=1e-5, atol=1e-5)

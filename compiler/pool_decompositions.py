@@ -1,0 +1,74 @@
+"""avg_pool2d's backward as shifted, padded copies of the scaled gradient (torch has no
+decomposition and torch-mlir cannot lower the op, so PoolFormer's training ran it through
+ATen).
+
+    g          = grad_out / divisor[oh, ow]        (ATen's per-window divisor: the window
+                                                    clipped to the padded input, or to the
+                                                    input when count_include_pad=False,
+                                                    or divisor_override)
+    grad_in_p  = sum over (i, j) < (kh, kw) of g, strided by the pool's stride, placed at
+                 (i, j) of the padded input     -- kh*kw pads: one fused elementwise sum
+    grad_in    = grad_in_p[pad_h : pad_h + H, pad_w : pad_w + W]
+"""
+import torch
+import torch.nn.functional as F
+
+aten = torch.ops.aten
+
+
+def _pair(values, default=None):
+    values = list(values) if values else list(default or [])
+    return values * 2 if len(values) == 1 else values
+
+
+def _window_sizes(out, size, kernel, stride, pad, include_pad, device):
+    """Per-output-position window extent along one dim, as ATen's kernel computes it."""
+    start = torch.arange(out, device=device) * stride - pad
+    end = torch.clamp(start + kernel, max=size + pad)
+    if include_pad:
+        return end - start
+    return torch.clamp(end, max=size) - torch.clamp(start, min=0)
+
+
+def _spread(g, stride):
+    """g with stride - 1 zeros between neighbours along the last two dims."""
+    sh, sw = stride
+    if (sh, sw) == (1, 1):
+        return g
+    n, c, oh, ow = g.shape
+    wide = g.new_zeros(n, c, oh, (ow - 1) * sw + 1).slice_scatter(g, 3, 0, None, sw)
+    return g.new_zeros(n, c, (oh - 1) * sh + 1, wide.shape[3]).slice_scatter(wide, 2, 0, None, sh)
+
+
+def avg_pool2d_backward(grad_out, x, kernel_size, stride, padding, ceil_mode,
+                        count_include_pad, divisor_override=None):
+    if x.dim() == 3:
+        return avg_pool2d_backward(grad_out.unsqueeze(0), x.unsqueeze(0), kernel_size, stride,
+                                   padding, ceil_mode, count_include_pad,
+                                   divisor_override).squeeze(0)
+    if x.dim() != 4:
+        return NotImplemented
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride, kernel_size)
+    ph, pw = _pair(padding, [0])
+    h, w = x.shape[2], x.shape[3]
+    oh, ow = grad_out.shape[2], grad_out.shape[3]
+    if divisor_override:
+        g = grad_out / divisor_override
+    else:
+        rows = _window_sizes(oh, h, kh, sh, ph, count_include_pad, grad_out.device)
+        cols = _window_sizes(ow, w, kw, sw, pw, count_include_pad, grad_out.device)
+        g = grad_out / (rows.unsqueeze(1) * cols.unsqueeze(0)).to(grad_out.dtype)
+    spread = _spread(g, (sh, sw))
+    # ceil_mode's last window may reach past the padded input: room for it, cropped below
+    big_h = torch.sym_max(h + 2 * ph, (oh - 1) * sh + kh)
+    big_w = torch.sym_max(w + 2 * pw, (ow - 1) * sw + kw)
+    total = None
+    for i in range(kh):
+        for j in range(kw):
+            term = F.pad(spread, (j, big_w - spread.shape[3] - j, i, big_h - spread.shape[2] - i))
+            total = term if total is None else total + term
+    return total[:, :, ph:ph + h, pw:pw + w].to(x.dtype)
+
+
+POOL_DECOMPOSITIONS = {aten.avg_pool2d_backward.default: avg_pool2d_backward}
