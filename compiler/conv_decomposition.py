@@ -86,8 +86,11 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
         out = out.reshape(f, n, oh, ow).permute(1, 0, 2, 3)
     elif groups == c and weight.shape[1] == 1 and f == c:
         out = None
+        # Tap k is one slice of this view, already shaped to broadcast: a 7x7 kernel is
+        # traced as 49 * 5 ops instead of 49 * 8 (AOTAutograd traces them on every start).
+        taps = weight.reshape(1, c, kh * kw, 1)
         for k, sl in enumerate(_shifted_slices(xp, kh, kw, oh, ow, stride, dilation)):
-            term = sl * weight[:, 0, k // kw, k % kw].reshape(1, c, 1, 1)
+            term = sl * taps[:, :, k:k + 1]
             out = term if out is None else out + term
         # Keep the reshape round trip: without it the 49-term sum fuses on into what
         # follows (ConvNeXt's channels-last layer norm) and ConvNeXt ran 3x slower.
