@@ -37,6 +37,17 @@ def _pair(values):
     return values * 2 if len(values) == 1 else values
 
 
+def spread_by_stride(g, stride):
+    """g (N, C, H, W) with stride - 1 zeros between neighbours along H and W: where a
+    strided window's output lands on the input grid (the backward of a strided conv/pool)."""
+    sh, sw = stride
+    if (sh, sw) == (1, 1):
+        return g
+    n, c, oh, ow = g.shape
+    wide = g.new_zeros(n, c, oh, (ow - 1) * sw + 1).slice_scatter(g, 3, 0, None, sw)
+    return g.new_zeros(n, c, (oh - 1) * sh + 1, wide.shape[3]).slice_scatter(wide, 2, 0, None, sh)
+
+
 def _geometry(x, weight, stride, padding, dilation):
     n, c, h, w = x.shape
     f, cg, kh, kw = weight.shape
@@ -141,11 +152,7 @@ def _grad_input(grad_out, x, weight, stride, padding, dilation, groups):
         return grad_xp[:, :, ph:ph + h, pw:pw + w]
     sh, sw = stride
     dh, dw = dilation
-    if (sh, sw) != (1, 1):  # zeros between rows and columns: a stride-1 problem
-        dilated = grad_out.new_zeros(n, f, (oh - 1) * sh + 1, (ow - 1) * sw + 1)
-        grad_out = dilated.slice_scatter(
-            grad_out.new_zeros(n, f, oh, (ow - 1) * sw + 1).slice_scatter(
-                grad_out, 3, 0, None, sw), 2, 0, None, sh)
+    grad_out = spread_by_stride(grad_out, (sh, sw))  # a stride-1 problem now
     # the rows and columns the forward's floor division dropped get no gradient
     extra_h = h + 2 * ph - dh * (kh - 1) - 1 - (oh - 1) * sh
     extra_w = w + 2 * pw - dw * (kw - 1) - 1 - (ow - 1) * sw

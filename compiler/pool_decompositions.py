@@ -13,12 +13,9 @@ ATen).
 import torch
 import torch.nn.functional as F
 
+from .conv_decomposition import _pair, spread_by_stride
+
 aten = torch.ops.aten
-
-
-def _pair(values, default=None):
-    values = list(values) if values else list(default or [])
-    return values * 2 if len(values) == 1 else values
 
 
 def _window_sizes(out, size, kernel, stride, pad, include_pad, device):
@@ -30,16 +27,6 @@ def _window_sizes(out, size, kernel, stride, pad, include_pad, device):
     return torch.clamp(end, max=size) - torch.clamp(start, min=0)
 
 
-def _spread(g, stride):
-    """g with stride - 1 zeros between neighbours along the last two dims."""
-    sh, sw = stride
-    if (sh, sw) == (1, 1):
-        return g
-    n, c, oh, ow = g.shape
-    wide = g.new_zeros(n, c, oh, (ow - 1) * sw + 1).slice_scatter(g, 3, 0, None, sw)
-    return g.new_zeros(n, c, (oh - 1) * sh + 1, wide.shape[3]).slice_scatter(wide, 2, 0, None, sh)
-
-
 def avg_pool2d_backward(grad_out, x, kernel_size, stride, padding, ceil_mode,
                         count_include_pad, divisor_override=None):
     if x.dim() == 3:
@@ -49,8 +36,8 @@ def avg_pool2d_backward(grad_out, x, kernel_size, stride, padding, ceil_mode,
     if x.dim() != 4:
         return NotImplemented
     kh, kw = _pair(kernel_size)
-    sh, sw = _pair(stride, kernel_size)
-    ph, pw = _pair(padding, [0])
+    sh, sw = _pair(stride or kernel_size)  # stride=[] means the kernel's size
+    ph, pw = _pair(padding or [0])
     h, w = x.shape[2], x.shape[3]
     oh, ow = grad_out.shape[2], grad_out.shape[3]
     if divisor_override:
@@ -59,7 +46,7 @@ def avg_pool2d_backward(grad_out, x, kernel_size, stride, padding, ceil_mode,
         rows = _window_sizes(oh, h, kh, sh, ph, count_include_pad, grad_out.device)
         cols = _window_sizes(ow, w, kw, sw, pw, count_include_pad, grad_out.device)
         g = grad_out / (rows.unsqueeze(1) * cols.unsqueeze(0)).to(grad_out.dtype)
-    spread = _spread(g, (sh, sw))
+    spread = spread_by_stride(g, (sh, sw))
     # ceil_mode's last window may reach past the padded input: room for it, cropped below
     big_h = torch.sym_max(h + 2 * ph, (oh - 1) * sh + kh)
     big_w = torch.sym_max(w + 2 * pw, (ow - 1) * sw + kw)
