@@ -6,11 +6,10 @@
 Per model and batch size: median latency of the three variants (timed in alternating
 rounds: the machine is shared and noisy), the ratios eager/ember and inductor/ember,
 ember's kernels per graph, and compile times (the compile call and the first call):
-cold (with fresh, empty
-inductor and ember caches made for this run; Dynamo's one-time start-up is paid first,
-so neither compiler pays it for the other) and warm (the first call in a FRESH process
-per compiler that finds the caches this run filled: what a user pays on the next start,
-imports included).
+cold (with fresh, empty inductor and ember caches made for this run; Dynamo's one-time
+start-up is paid first, so neither compiler pays it for the other) and warm (in a FRESH
+process per compiler that finds the caches this run filled: what a user pays on the next
+start, imports included).
 Geomeans per batch size at the end. `--json out.json` keeps the rows. On a GPU each timed
 call ends with a device synchronisation, and ember's target follows the model's device.
 """
@@ -152,7 +151,7 @@ def bench_model(name, batch, iters):
 
 
 def _warm_compile(name, batch):
-    """Compile times of the first call in fresh processes that find this run's caches,
+    """Compile times (compile call and first call) in fresh processes that find this run's caches,
     one process per compiler (what a user pays on the next start, imports included)."""
     times = {}
     for variant in ("inductor", "ember"):

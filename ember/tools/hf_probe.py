@@ -189,9 +189,10 @@ def probe(name, strict):
                 expected = _first(model(**x))
                 results.append((f"no_grad {batch}x{length}",
                                 _error(_first(fast(**x)), expected)))
-            if expected.float().std().item() < 1e-6:
-                notes.append(f"eager's output at {batch}x{length} is ~0 (std "
-                             f"{expected.float().std().item():.1e}): this row tests little")
+            spread = expected.float().std().item()
+            if spread < 1e-6:
+                notes.append(f"eager's output at {batch}x{length} is ~0 (std {spread:.1e}): "
+                             "this row tests little")
         x = _inputs(kind, 2, 16, generator)
         expected = _first(model(**x))
         projection = torch.randn(expected.shape, generator=torch.Generator().manual_seed(5))
