@@ -10,6 +10,8 @@ cold (with fresh, empty inductor and ember caches made for this run; Dynamo's on
 start-up is paid first, so neither compiler pays it for the other) and warm (in a FRESH
 process per compiler that finds the caches this run filled: what a user pays on the next
 start, imports included).
+ember's malloc setting (targets/cpu/malloc_tuning.py) is process-wide, so eager and inductor
+run with it too (`EMBER_RETAIN_FREED_MEMORY=0` runs without it).
 Geomeans per batch size at the end. `--json out.json` keeps the rows. On a GPU each timed
 call ends with a device synchronisation, and ember's target follows the model's device.
 """

@@ -15,7 +15,7 @@ import threading
 
 from elftools.elf.elffile import ELFFile
 
-from . import aten_math, runtime_symbols
+from . import aten_math, malloc_tuning, runtime_symbols
 
 _init_lock = threading.Lock()
 _state = {}
@@ -139,6 +139,7 @@ class LoadedKernel:
     def __init__(self, objects, entry, arg_types, error_messages=()):
         """objects: the graph's object files (the parts LLVM compiled in parallel, which
         call each other); arg_types: 'ptr', 'i64', 'f64' or 'i1' per entry argument."""
+        malloc_tuning.retain_freed_memory()
         self._engine = load_objects(objects)
         address = self._engine.get_function_address(entry)
         if not address:

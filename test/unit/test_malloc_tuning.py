@@ -1,0 +1,45 @@
+"""Once ember runs CPU code, freed tensor memory is kept for reuse (targets/cpu/malloc_tuning):
+blocks that glibc would unmap or trim and map again, page-faulting on every call, are not
+returned to the kernel, unless the user opts out."""
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# Three 28 MiB blocks live at once, freed, four times: glibc's defaults trim the heap top
+# (3 x 28 > twice its adapted 28 MiB threshold) and fault the pages in again each time.
+_SCRIPT = textwrap.dedent("""
+    import resource, torch, ember
+    compiled = ember.compile(lambda x: x * 2 + 1)
+    assert torch.equal(compiled(torch.ones(8)), torch.full((8,), 3.0))
+    def faults():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(4):
+        before = faults()
+        blocks = [torch.empty(7 << 20).fill_(1) for _ in range(3)]
+        del blocks
+    print("FAULTS", faults() - before)
+""")
+
+
+def _last_round_faults(**env):
+    env = dict(os.environ, **env)
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return int([l for l in done.stdout.splitlines() if l.startswith("FAULTS")][-1].split()[1])
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc only")
+def test_freed_memory_is_reused_without_page_faults():
+    assert _last_round_faults() < 500  # 84 MiB touched: 21,500 pages if they were fresh
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc only")
+def test_opting_out_leaves_malloc_alone():
+    assert _last_round_faults(EMBER_RETAIN_FREED_MEMORY="0") > 3000
