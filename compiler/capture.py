@@ -83,7 +83,7 @@ _EXTRA = [
 # take; torch-mlir decomposes the ATen ops itself.
 _KEEP = [aten.native_layer_norm, aten.native_group_norm]
 # ... and these compile as calls (compiler/passes/scalar_library.py), not through prims.
-_CALLED = [aten.copysign]
+_CALLED = [aten.copysign, aten.fmod]
 
 
 # torch-mlir's scatter lowerings mishandle a negative dim: scatter_add runs out of memory
@@ -214,12 +214,51 @@ def _integer_power(x, exponent):
     return result.clone() if result is x else result  # never the input itself
 
 
-def _bitwise_with_scalar(tensor_op):
-    """bitwise_or/xor(x, scalar): torch-mlir lowers only the tensor-tensor form."""
+def _scalar_as_tensor(tensor_op):
+    """op(x, scalar) -> op(x, scalar_tensor) (bitwise_or/xor, fmod, copysign): torch-mlir
+    lowers only the tensor-tensor form, and fmod's scalar form left a
+    `torch.constant.float` that failed the whole graph (grid_sample's reflection padding)."""
     def decomposition(x, other):
         dtype = torch.result_type(x, other)
-        return tensor_op(x.to(dtype), torch.scalar_tensor(other, dtype=dtype))
+        return tensor_op(x.to(dtype), torch.scalar_tensor(other, dtype=dtype, device=x.device))
     return decomposition
+
+
+def _fmod_in_one_dtype(a, b):
+    """fmod(f32, f64) computes in the promoted dtype: the exact C-library fmod
+    (scalar_library.py) takes operands of its result's type; otherwise torch-mlir's
+    a - b * trunc(a / b) ran (fmod(1e20, 3) gave 0, not 2)."""
+    dtype = torch.result_type(a, b)
+    if a.dtype == dtype and b.dtype == dtype:
+        return NotImplemented  # the op itself
+    return aten.fmod.Tensor(a.to(dtype), b.to(dtype))
+
+
+def _float_floor_division(a, b, *, rounding_mode=None):
+    """div(a, b, rounding_mode="floor") on floats as eager's div_floor_floating computes
+    it, from the exact fmod: torch-mlir's floor(a / b) gave 3.3 // 1.1 = 3 (eager, and
+    Python: 2)."""
+    dtype = torch.result_type(a, b)
+    if rounding_mode != "floor" or not dtype.is_floating_point:
+        return NotImplemented
+    a = a.to(dtype)
+    b = b.to(dtype) if isinstance(b, torch.Tensor) else torch.scalar_tensor(b, dtype=dtype, device=a.device)
+    mod = torch.fmod(a, b)
+    div = (a - mod) / b
+    div = torch.where((mod != 0) & ((a < 0) ^ (b < 0)), div - 1, div)
+    floor_div = torch.floor(div)
+    floor_div = torch.where(div - floor_div > 0.5, floor_div + 1, floor_div)
+    basic_div = a / b
+    floor_div = torch.where(div != 0, floor_div, torch.copysign(torch.zeros_like(basic_div), basic_div))
+    return torch.where(b != 0, floor_div, basic_div)
+
+
+def _xlogy_scalar_self(scalar, y):
+    """xlogy(s, y) for a Python number s: NaN where y is, else 0 if s == 0, else s * log(y).
+    (As xlogy(scalar_tensor(0), y), torch-mlir's folding segfaulted on it.)"""
+    y = y.to(torch.result_type(scalar, y))
+    value = torch.zeros_like(y) if scalar == 0 else scalar * torch.log(y)
+    return torch.where(torch.isnan(y), float("nan"), value)
 
 
 def _signbit(x):
@@ -370,8 +409,11 @@ def decomposition_table(conv="ember", attention="ember"):
     table[aten.pow.Tensor_Scalar] = _integer_power
     table[aten.constant_pad_nd.default] = _constant_pad_nd
     table[aten.repeat.default] = _repeat_by_one_expand(table.get(aten.repeat.default))
-    table[aten.bitwise_or.Scalar] = _bitwise_with_scalar(aten.bitwise_or.Tensor)
-    table[aten.bitwise_xor.Scalar] = _bitwise_with_scalar(aten.bitwise_xor.Tensor)
+    for name in ("bitwise_or", "bitwise_xor", "fmod", "copysign"):
+        table[getattr(aten, name).Scalar] = _scalar_as_tensor(getattr(aten, name).Tensor)
+    table[aten.xlogy.Scalar_Self] = _xlogy_scalar_self
+    table[aten.fmod.Tensor] = _fmod_in_one_dtype
+    table[aten.div.Tensor_mode] = table[aten.div.Scalar_mode] = _float_floor_division
     table[aten.var_mean.correction] = _var_mean
     table[aten.std_mean.correction] = _std_mean
     table.update(make_batch_norm_decompositions(dict(table)))

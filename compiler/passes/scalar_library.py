@@ -1,5 +1,5 @@
 """Elementwise ops torch-mlir cannot lower (lgamma, erfc, Bessel functions, nextafter,
-copysign; i0, erfinv, igamma, orthogonal polynomials through ATen's own templates,
+copysign, fmod; i0, erfinv, igamma, orthogonal polynomials through ATen's own templates,
 targets/cpu/aten_math.py) as loops calling the C math library, the way inductor's CPU code
 calls std::lgamma: two passes, one on each side of torch-mlir's lowering.
 
@@ -20,7 +20,7 @@ ember-define-scalar-library (linalg-on-tensors, after; `inline` then folds the b
 
 Functions whose float version loses accuracy are called in double precision; operands
 broadcast as in torch (right-aligned, size-1 dims read at 0). copysign is math.copysign
-(an LLVM intrinsic, no call).
+(an LLVM intrinsic, no call), fmod arith.remf (LLVM's frem: C's fmod, exact).
 """
 import re
 
@@ -43,15 +43,19 @@ FUNCTIONS = {
     "torch.aten.special_bessel_y1": ("y1", 1, True),
     "torch.aten.nextafter": ("nextafter", 2, False),  # the next float in the input's type
     "torch.aten.copysign.Tensor": (None, 2, False),
+    "torch.aten.fmod.Tensor": (None, 2, False),  # exact, as eager's std::fmod
     # ATen's own templates (targets/cpu/aten_math.py), in the input's type as eager has them.
     **{op: (function, arity, "aten") for op, (function, arity) in aten_math.FUNCTIONS.items()},
 }
+# FUNCTIONS entries without a C function: the MLIR op computing them. torch-mlir would
+# lower fmod as a - b * trunc(a / b): fmod(3.3, 1.1) gave -2.4e-7 instead of 1.1.
+_MLIR_OPS = {"torch.aten.copysign.Tensor": "math.copysign", "torch.aten.fmod.Tensor": "arith.remf"}
 _FLOAT_TYPES = {"f32": "f", "f64": ""}
 _INF_GIVES_NAN = {"j0", "j1", "y0", "y1"}  # eager: NaN at +-inf, C gives 0
 
 
 def _vtensor_dtype(type_text):
-    m = re.fullmatch(r"!torch\.vtensor<\[([\d,]*)\],(f32|f64)>", type_text)
+    m = re.fullmatch(r"!torch\.vtensor<\[([\d,?]*)\],(f32|f64)>", type_text)
     return m.group(2) if m else None
 
 
@@ -109,11 +113,28 @@ def _maps(operand_shapes, result_shape):
     return maps
 
 
+def _empty_result(operand_types, result_type):
+    """tensor.empty of the result; a dynamic size is read from an operand with that dim
+    dynamic too (Dynamo specialises sizes 0 and 1, so a dynamic dim never broadcasts)."""
+    operand_shapes = [list(t.shape) for t in operand_types]
+    result_shape, sizes, lines = list(result_type.shape), [], []
+    for i, size in enumerate(result_shape):
+        if not ir.ShapedType.is_dynamic_size(size):
+            continue
+        k, j = next((k, j) for k, shape in enumerate(operand_shapes)
+                    for j in [len(shape) - len(result_shape) + i]
+                    if j >= 0 and ir.ShapedType.is_dynamic_size(shape[j]))
+        lines += [f"  %c{i} = arith.constant {j} : index",
+                  f"  %d{i} = tensor.dim %a{k}, %c{i} : {operand_types[k]}"]
+        sizes.append(f"%d{i}")
+    return lines + [f"  %e = tensor.empty({', '.join(sizes)}) : {result_type}"]
+
+
 def _body_text(op_name, elem, args):
     function, _, in_double = FUNCTIONS[op_name]
     lines = []
-    if function is None:  # copysign
-        lines.append(f"%y = math.copysign {args[0]}, {args[1]} : {elem}")
+    if function is None:  # one MLIR op
+        lines.append(f"%y = {_MLIR_OPS[op_name]} {args[0]}, {args[1]} : {elem}")
         return lines, "%y", None
     if in_double == "aten":
         ctype, symbol = elem, aten_math.symbol(function, elem)
@@ -165,8 +186,7 @@ def define_scalar_library(module_op, pass_=None):
         parallel = ", ".join(['"parallel"'] * len(out.shape))
         ins_text = ", ".join(f"%a{k}" for k in range(len(ins)))
         ins_types = ", ".join(str(t) for t in ins)
-        text = [f"func.func private @{symbol}({params}) -> {out} {{",
-                f"  %e = tensor.empty() : {out}",
+        text = [f"func.func private @{symbol}({params}) -> {out} {{"] + _empty_result(ins, out) + [
                 f"  %r = linalg.generic {{indexing_maps = [{', '.join(maps)}], "
                 f"iterator_types = [{parallel}]}} ins({ins_text} : {ins_types}) "
                 f"outs(%e : {out}) {{",

@@ -530,12 +530,38 @@ _SPECIAL_POINTS = torch.tensor([0.5, 1., 2., 3.5, -1.5, 0., -0., -2., 10., 1e-6,
                                                   t.to(torch.int8) ** 5), (torch.arange(-9, 40),)),
     ("bitwise or/xor with a scalar", lambda t: (t | 5, t ^ -3, (t > 3) ^ True, (t > 3) | 5,
                                                 t.to(torch.uint8) ^ 200), (torch.arange(-4, 10),)),
+    ("fmod copysign xlogy with a scalar", lambda t: (
+        torch.fmod(t, 1.5), torch.fmod(t, -0.75), torch.copysign(t, -1.0), torch.xlogy(0.0, t),
+        torch.xlogy(2.0, t)), (_SPECIAL_POINTS,)),
+    ("grid_sample with reflection padding (fmod by a float)", lambda x, g: tuple(
+        torch.nn.functional.grid_sample(x, g, padding_mode="reflection", align_corners=c)
+        for c in (False, True)), (torch.randn(2, 3, 5, 6), torch.rand(2, 4, 3, 2) * 2.4 - 1.2)),
     ("spherical_bessel_j0 angle", lambda t: (torch.special.spherical_bessel_j0(t), torch.angle(t)),
      (_SPECIAL_POINTS,)),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_ops_the_sweep_found_compile(name, fn, inputs):
     actual, expected = run_both(fn, *inputs, strict=True)
     torch.testing.assert_close(actual, expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_fmod_and_floor_division_are_exact(dynamic):
+    # torch-mlir computes fmod as a - b * trunc(a / b) and floor division as floor(a / b):
+    # fmod(3.3, 1.1) gave -2.4e-7 instead of 1.1 and 3.3 // 1.1 gave 3 instead of 2.
+    a = torch.tensor([1e7, 12345.678, 100., 3.3, -7.1, 1e20, -3.3, 0., -1.5, 5., _NAN, _INF])
+    b = torch.tensor([0.3, 0.7, 0.3, 1.1, 0.2, 3.0, 1.1, 2., 1.5, 0., 1., 2.])
+
+    def fn(a, b):
+        return (torch.fmod(a, b), torch.fmod(a, 1.1), torch.fmod(a, b.double()),
+                torch.div(a, b, rounding_mode="floor"), torch.div(a, 1.1, rounding_mode="floor"),
+                torch.remainder(a, b), torch.fmod(a[:, None], b[None, :4]))
+
+    fast = ember.compile(fn, dynamic=dynamic, options={"fallback": False})
+    for actual, expected in zip(fast(a, b), fn(a, b)):
+        assert actual.dtype == expected.dtype
+        # exact, signed zeros included
+        assert torch.equal(torch.nan_to_num(actual), torch.nan_to_num(expected))
+        assert torch.equal(torch.signbit(actual), torch.signbit(expected))
 
 
 def test_reciprocal_of_zero_is_inf_not_an_abort():
