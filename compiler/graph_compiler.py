@@ -17,7 +17,8 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ember.errors import EmberError, EmberUnsupportedError
-from . import extern_layouts, extern_ops, importer, low_precision, scalar_prologue, zero_dim
+from . import (constant_scalars, extern_layouts, extern_ops, importer, low_precision,
+               scalar_prologue, zero_dim)
 from .diagnostics import warn_once
 from .driver import compile_graph
 from .fx_meta import value_of as _val
@@ -111,6 +112,7 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict, mutated_inp
         low_precision.upcast(gm)
         if target != "cpu":
             low_precision.gemms_in_low_precision(gm)
+    constant_scalars.fold_constant_scalars(gm)
     zero_dim.lift_zero_dim(gm)
     extern = {}  # node -> (kind, reason)
     for node, (kind, reason) in extern_ops.extern_nodes(gm, options.get("conv", "aten"),

@@ -1,4 +1,5 @@
-"""avg_pool2d's backward as shifted, padded copies of the scaled gradient (torch has no
+"""Pooling decompositions: pools of an unbatched (C, *spatial) input get a batch dim of 1
+(`_with_batch_dim`), and avg_pool2d's backward is computed as shifted, padded copies of the scaled gradient (torch has no
 decomposition and torch-mlir cannot lower the op, so PoolFormer's training ran it through
 ATen).
 
@@ -58,4 +59,25 @@ def avg_pool2d_backward(grad_out, x, kernel_size, stride, padding, ceil_mode,
     return total[:, :, ph:ph + h, pw:pw + w].to(x.dtype)
 
 
+def _with_batch_dim(op, rank, batched_args):
+    """op on an unbatched input (C, *spatial) as op on (1, C, *spatial): torch-mlir's
+    pooling lowerings take N, C, *spatial only (an unbatched avg_pool1d failed the whole
+    graph, an unbatched avg_pool3d segfaulted the codegen worker). batched_args: the
+    positions of the tensors that carry the input's dims (grad_out, x, indices)."""
+    def decomposition(*args, **kwargs):
+        if args[0].dim() != rank - 1 or len(args) <= max(batched_args):
+            return NotImplemented  # the op itself
+        args = [a.unsqueeze(0) if k in batched_args else a for k, a in enumerate(args)]
+        return torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.squeeze(0),
+                                                 op(*args, **kwargs))
+    return decomposition
+
+
 POOL_DECOMPOSITIONS = {aten.avg_pool2d_backward.default: avg_pool2d_backward}
+for _op, _rank, _batched in [
+        (aten.avg_pool2d.default, 4, (0,)), (aten.avg_pool3d.default, 5, (0,)),
+        (aten.max_pool2d.default, 4, (0,)), (aten.max_pool2d_with_indices.default, 4, (0,)),
+        (aten.max_pool3d_with_indices.default, 5, (0,)),
+        (aten.max_pool2d_with_indices_backward.default, 4, (0, 1, 7)),
+        (aten.max_pool3d_with_indices_backward.default, 5, (0, 1, 7))]:
+    POOL_DECOMPOSITIONS[_op] = _with_batch_dim(_op, _rank, _batched)

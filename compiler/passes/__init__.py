@@ -1,7 +1,7 @@
 """Registry of ember's Python passes and the pipeline aliases built from them."""
 from . import (concat_of_slices, fold_transpose_into_matmul, gather_bounds, form_fusion_groups, generalize_data_movement,
                inline_fusion_groups, lower_tm_tensor, merge_elementwise, read_only_arguments, scalar_library, shape_exact_reshapes,
-               shape_import, shape_resolve_dims, split_reductions, stable_sort)
+               shape_import, shape_resolve_dims, split_reductions, stable_sort, zero_size_arguments)
 
 # name -> callable(op, pass) run on the top-level module.
 PYTHON_PASSES = {
@@ -22,6 +22,7 @@ PYTHON_PASSES = {
     concat_of_slices.PASS_NAME: concat_of_slices.concat_slices_to_gather,
     merge_elementwise.PASS_NAME: merge_elementwise.merge_elementwise,
     read_only_arguments.PASS_NAME: read_only_arguments.mark_arguments_read_only,
+    zero_size_arguments.PASS_NAME: zero_size_arguments.flatten_zero_size_arguments,
 }
 
 # name -> list of pipeline elements; lets one name stand for a short sequence.
@@ -61,6 +62,8 @@ PASS_DESCRIPTIONS = {
                                  "multi-result generic (multi-use producers, siblings)",
     read_only_arguments.PASS_NAME: "public functions' tensor arguments -> "
                                    "bufferization.writable = false (never overwrite the caller's)",
+    zero_size_arguments.PASS_NAME: "unused tensor<5x0xf32> arguments -> tensor<0xf32> (bare "
+                                   "pointers)",
 }
 
 

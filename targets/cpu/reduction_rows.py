@@ -98,7 +98,8 @@ class _Chain:
                 if "reduction" in its else set()
             for operand, m in zip(list(op.operands)[:n_in], maps[:n_in]):
                 producer = defining_op(operand)
-                if producer is None or producer not in chain:
+                # a linalg.fill member (no indexing maps) broadcasts a scalar: no row dims
+                if producer is None or producer not in chain or not _is_generic(producer):
                     continue
                 result = list(producer.results).index(operand)
                 out_map = indexing_maps(producer)[num_inputs(producer) + result]

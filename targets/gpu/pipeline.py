@@ -32,6 +32,7 @@ register_python_pass(vendor_conversion.ROCDL_PASS_NAME, vendor_conversion.conver
                      "each gpu.module -> ROCDL (bare pointers where the kernel's buffers allow)")
 
 BUFFERIZE = [
+    "ember-zero-size-arguments",  # unused (5, 0) inputs: a shape bare pointers take
     "ember-read-only-arguments",  # the caller's tensors: copy before writing, never in place
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
     "canonicalize",

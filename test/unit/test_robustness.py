@@ -122,6 +122,18 @@ def test_an_empty_tensor_sends_only_its_ops_to_aten():
     assert GLOBAL_CACHE.misses > built  # the GEMM and softmax were compiled
 
 
+@pytest.mark.parametrize("shape", [(5, 0), (2, 0, 3)])
+def test_unused_input_with_an_inner_zero_size_dim(shape):
+    # `x.new_zeros(3)` keeps x as a graph input it never reads; a (5, 0) memref argument
+    # failed the bare-pointer conversion, and the whole graph ran through ATen.
+    def fn(x, y):
+        return x.new_zeros(3) + y * 2, x.new_full((2,), 4.0)
+
+    y = torch.randn(3)
+    actual, expected = compile_strict(fn)(torch.randn(shape), y), fn(torch.randn(shape), y)
+    torch.testing.assert_close(actual, expected)
+
+
 def test_zero_size_pixel_unshuffle():
     # Eager's kernel returns its empty input's shape (0, 2, 4, 4) here, a torch quirk; the
     # op's own shape rule (and inductor) give (0, 8, 2, 2). No crash is the point.
@@ -536,6 +548,11 @@ _SPECIAL_POINTS = torch.tensor([0.5, 1., 2., 3.5, -1.5, 0., -0., -2., 10., 1e-6,
     ("grid_sample with reflection padding (fmod by a float)", lambda x, g: tuple(
         torch.nn.functional.grid_sample(x, g, padding_mode="reflection", align_corners=c)
         for c in (False, True)), (torch.randn(2, 3, 5, 6), torch.rand(2, 4, 3, 2) * 2.4 - 1.2)),
+    ("a fill inside a reduction-row chain (one sample's multilabel loss)",
+     F.multilabel_soft_margin_loss, (torch.randn(5), (torch.arange(5) % 2).float())),
+    ("a fill inside a reduction-row chain (tensordot)",
+     lambda a, b: torch.tensordot(a, b, dims=([0, 1], [2, 0])),
+     (torch.randn(1, 1, 1), torch.randn(2, 1, 2))),
     ("spherical_bessel_j0 angle", lambda t: (torch.special.spherical_bessel_j0(t), torch.angle(t)),
      (_SPECIAL_POINTS,)),
 ], ids=lambda v: v if isinstance(v, str) else "")
@@ -562,6 +579,29 @@ def test_fmod_and_floor_division_are_exact(dynamic):
         # exact, signed zeros included
         assert torch.equal(torch.nan_to_num(actual), torch.nan_to_num(expected))
         assert torch.equal(torch.signbit(actual), torch.signbit(expected))
+
+
+def test_comparisons_of_constant_scalars_are_computed_not_misfolded():
+    # torch-mlir's folders misread constant 0-d floats: lt(scalar_tensor(1.1), 0) folded
+    # to true in some runs, false in others (every run of six such comparisons had at
+    # least one wrong). ember evaluates ops on constant 0-d tensors itself.
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from ember.compiler.constant_scalars import fold_constant_scalars
+
+    def fn(x):
+        c, m, i = torch.scalar_tensor(1.1), torch.scalar_tensor(-1.1), torch.scalar_tensor(3)
+        return (x * (c < 0), x * (c > 0), x * (i < 0), x * (m < 0), x * (c == 1.1),
+                x * (c != 0), x + (c * 2 - m), torch.div(x, 1.1, rounding_mode="floor"))
+
+    x = torch.tensor([100., 3.3, -7.1, 0.5])
+    for actual, expected in zip(compile_strict(fn)(x), fn(x)):
+        assert torch.equal(actual, expected)
+    gm = make_fx(fn)(x)
+    assert fold_constant_scalars(gm)
+    ops = {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    assert torch.ops.aten.lt.Scalar not in ops and torch.ops.aten.eq.Scalar not in ops
+    for actual, expected in zip(gm(x), fn(x)):
+        assert torch.equal(actual, expected)
 
 
 def test_reciprocal_of_zero_is_inf_not_an_abort():
