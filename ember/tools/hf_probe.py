@@ -18,11 +18,10 @@ line per model:
 and the first line of each ember warning (ops that ran through ATen), or a note when no
 graph reached an ember kernel at all.
 """
-import argparse
-import os
-import subprocess
 import sys
 import time
+
+from ember.tools.per_process import tool_main
 
 TOLERANCE = 2e-3
 # CNNs whose Hugging Face init (every conv and batch-norm weight drawn with std 0.02)
@@ -234,39 +233,8 @@ def _run_one(name, strict):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m ember.tools.hf_probe", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", default=None, help="comma-separated (default: all)")
-    p.add_argument("--strict", action="store_true", help="fallbacks fail the model")
-    p.add_argument("--timeout", type=float, default=900, help="seconds per model")
-    p.add_argument("--one", default=None, help=argparse.SUPPRESS)
-    args = p.parse_args(argv)
-    if args.one:
-        _run_one(args.one, args.strict)
-        return 0
-    names = args.models.split(",") if args.models else list(_configs())
-    unknown = [n for n in names if n not in _configs()]
-    if unknown:
-        p.error(f"unknown models {unknown}; known: {', '.join(_configs())}")
-    counts = {}
-    for name in names:
-        command = [sys.executable, "-m", "ember.tools.hf_probe", "--one", name] + (
-            ["--strict"] if args.strict else [])
-        try:
-            proc = subprocess.run(command, capture_output=True, text=True,
-                                  timeout=args.timeout, env=dict(os.environ))
-            lines = [l for l in proc.stdout.splitlines() if l.strip()]
-            if proc.returncode != 0 or not lines:
-                lines = [f"{name:14s} CRASH  exit code {proc.returncode}: "
-                         + (proc.stderr.strip().splitlines() or [""])[-1][:200]]
-        except subprocess.TimeoutExpired:
-            lines = [f"{name:14s} CRASH  timed out after {args.timeout:.0f} s"]
-        print("\n".join(lines), flush=True)
-        status = lines[0].split()[1]
-        counts[status] = counts.get(status, 0) + 1
-    print("summary: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-          + f" of {len(names)}")
-    return 0 if set(counts) <= {"OK"} else 1
+    return tool_main(argv, tool="ember.tools.hf_probe", doc=__doc__, all_names=_configs,
+                     run_one=_run_one, what="models", timeout=900)
 
 
 if __name__ == "__main__":

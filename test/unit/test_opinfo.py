@@ -32,3 +32,15 @@ def test_opinfo_gradient_slice_never_wrong_never_crashes():
     assert not bad, "\n".join(f"{r['result']} {r['op']}[{r['sample']}]: {r['detail']}"
                               for r in bad)
     assert sum(r["result"] == "PASS" for r in records) >= len(records) // 3
+
+
+@pytest.mark.parametrize("name", ["nn.AvgPool1d", "nn.MaxPool2d", "nn.GroupNorm"])
+def test_module_sweep_slice_strict(name, capsys):
+    """torch's ModuleInfo samples (unbatched inputs included: an unbatched AvgPool1d sent
+    its whole graph to ATen), forward and gradients, strict. The whole database is
+    `python -m ember.tools.module_sweep`."""
+    from ember.tools.module_sweep import _run_one
+
+    _run_one(name, strict=True)
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.split()[1] == "OK", line
