@@ -253,6 +253,15 @@ def _float_floor_division(a, b, *, rounding_mode=None):
     return torch.where(b != 0, floor_div, basic_div)
 
 
+def _int8_times_number(x, other):
+    """int8 tensor * Python int as int8 * int8 0-d tensor: torch-mlir's lowering of the
+    scalar form segfaulted (`x.to(torch.int8) * 3`)."""
+    if (not isinstance(x, torch.Tensor) or x.dtype != torch.int8 or isinstance(other, bool)
+            or not isinstance(other, int) or not -128 <= other <= 127):
+        return NotImplemented  # the op itself
+    return aten.mul.Tensor(x, torch.scalar_tensor(other, dtype=torch.int8, device=x.device))
+
+
 def _xlogy_scalar_self(scalar, y):
     """xlogy(s, y) for a Python number s: NaN where y is, else 0 if s == 0, else s * log(y).
     (As xlogy(scalar_tensor(0), y), torch-mlir's folding segfaulted on it.)"""
@@ -413,6 +422,7 @@ def decomposition_table(conv="ember", attention="ember"):
         table[getattr(aten, name).Scalar] = _scalar_as_tensor(getattr(aten, name).Tensor)
     table[aten.xlogy.Scalar_Self] = _xlogy_scalar_self
     table[aten.fmod.Tensor] = _fmod_in_one_dtype
+    table[aten.mul.Tensor] = table[aten.mul.Scalar] = _int8_times_number
     table[aten.div.Tensor_mode] = table[aten.div.Scalar_mode] = _float_floor_division
     table[aten.var_mean.correction] = _var_mean
     table[aten.std_mean.correction] = _std_mean
