@@ -253,13 +253,35 @@ def _float_floor_division(a, b, *, rounding_mode=None):
     return torch.where(b != 0, floor_div, basic_div)
 
 
-def _int8_times_number(x, other):
-    """int8 tensor * Python int as int8 * int8 0-d tensor: torch-mlir's lowering of the
-    scalar form segfaulted (`x.to(torch.int8) * 3`)."""
-    if (not isinstance(x, torch.Tensor) or x.dtype != torch.int8 or isinstance(other, bool)
-            or not isinstance(other, int) or not -128 <= other <= 127):
-        return NotImplemented  # the op itself
-    return aten.mul.Tensor(x, torch.scalar_tensor(other, dtype=torch.int8, device=x.device))
+_SMALL_INTS = (torch.int8, torch.uint8, torch.int16)
+
+
+def _small_int_and_number(tensor_op):
+    """int8 / uint8 / int16 tensor (+, -, *) a Python int as the op with a 0-d tensor of
+    that dtype: torch-mlir's lowering of the scalar form segfaulted the codegen worker
+    (`x.to(torch.int8) * 3`, `u8 - 5`)."""
+    def decomposition(x, other, **kwargs):
+        if (not isinstance(x, torch.Tensor) or x.dtype not in _SMALL_INTS
+                or isinstance(other, bool) or not isinstance(other, int)
+                or not torch.iinfo(x.dtype).min <= other <= torch.iinfo(x.dtype).max):
+            return NotImplemented  # the op itself
+        return tensor_op(x, torch.scalar_tensor(other, dtype=x.dtype, device=x.device), **kwargs)
+    return decomposition
+
+
+def _integer_sum_in_result_dtype(op, previous):
+    """sum of an integer or bool tensor sums values cast to the result dtype first (int64,
+    or the dtype asked): torch-mlir's lowering summed a uint8 tensor in 8 bits, and read it
+    as signed for a float32 sum (459 came back as -53). Other sums go to `previous` (the
+    table's decomposition, if any)."""
+    def decomposition(x, *args, dtype=None, **kwargs):
+        result = dtype or torch.int64
+        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == result:
+            if previous is None:
+                return NotImplemented  # the op itself
+            return previous(x, *args, dtype=dtype, **kwargs)
+        return op(x.to(result), *args, **kwargs)
+    return decomposition
 
 
 def _xlogy_scalar_self(scalar, y):
@@ -284,11 +306,14 @@ def _reciprocal(x):
     return torch.full_like(x, 1, dtype=dtype) / x
 
 
-def _cumprod_without_dtype(x, dim, *, dtype=None):
-    """torch-mlir rejects cumprod's dtype argument: cast first, then the plain op."""
-    if dtype is None:
-        return NotImplemented
-    return aten.cumprod.default(x.to(dtype), dim)
+def _without_dtype(op):
+    """torch-mlir rejects cumprod's and mean's dtype argument (mean's left a
+    `torch.constant.int` that failed the whole graph): cast first, then the plain op."""
+    def decomposition(x, *args, dtype=None, **kwargs):
+        if dtype is None:
+            return NotImplemented
+        return op(x.to(dtype), *args, **kwargs)
+    return decomposition
 
 
 def _weight_norm_interface_backward(grad_w, v, g, norm, dim):
@@ -407,7 +432,8 @@ def decomposition_table(conv="ember", attention="ember"):
         for op in ATTENTION_DECOMPOSITIONS:
             table.pop(op)
     table.update(FOREACH_DECOMPOSITIONS)
-    table[aten.cumprod.default] = _cumprod_without_dtype
+    for op in (aten.cumprod.default, aten.mean.dim, aten.mean.default):
+        table[op] = _without_dtype(op)
     table[aten.roll.default] = _roll
     table[aten._weight_norm_interface_backward.default] = _weight_norm_interface_backward
     table[aten.diagonal_scatter.default] = _diagonal_scatter
@@ -422,7 +448,10 @@ def decomposition_table(conv="ember", attention="ember"):
         table[getattr(aten, name).Scalar] = _scalar_as_tensor(getattr(aten, name).Tensor)
     table[aten.xlogy.Scalar_Self] = _xlogy_scalar_self
     table[aten.fmod.Tensor] = _fmod_in_one_dtype
-    table[aten.mul.Tensor] = table[aten.mul.Scalar] = _int8_times_number
+    for name in ("add", "sub", "mul"):
+        table[getattr(aten, name).Tensor] = _small_int_and_number(getattr(aten, name).Tensor)
+    for op in (aten.sum.default, aten.sum.dim_IntList):
+        table[op] = _integer_sum_in_result_dtype(op, table.get(op))
     table[aten.div.Tensor_mode] = table[aten.div.Scalar_mode] = _float_floor_division
     table[aten.var_mean.correction] = _var_mean
     table[aten.std_mean.correction] = _std_mean

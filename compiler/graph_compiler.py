@@ -18,7 +18,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ember.errors import EmberError, EmberUnsupportedError
 from . import (constant_scalars, extern_layouts, extern_ops, importer, low_precision,
-               narrow_int_casts, scalar_prologue, zero_dim)
+               narrow_int_casts, scalar_prologue, unsigned_bytes, zero_dim)
 from .diagnostics import warn_once
 from .driver import compile_graph
 from .fx_meta import value_of as _val
@@ -114,6 +114,7 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict, mutated_inp
             low_precision.gemms_in_low_precision(gm)
     constant_scalars.fold_constant_scalars(gm)
     narrow_int_casts.route_through_int32(gm)
+    unsigned_bytes.widen_uint8(gm)
     zero_dim.lift_zero_dim(gm)
     extern = {}  # node -> (kind, reason)
     for node, (kind, reason) in extern_ops.extern_nodes(gm, options.get("conv", "aten"),

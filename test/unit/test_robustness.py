@@ -557,6 +557,14 @@ _SPECIAL_POINTS = torch.tensor([0.5, 1., 2., 3.5, -1.5, 0., -0., -2., 10., 1e-6,
      lambda t: (t.to(torch.int8), t.to(torch.uint8), t.to(torch.int16), t.to(torch.int8) * 3,
                 (t.to(torch.int8) * -1).float() + t),
      (torch.tensor([1.7, -1.7, 100.2, 127.9, 128.5, 150.3, -129., -200.5, 255.9, 300., -3.7]),)),
+    ("small ints with a number wrap; their sums are int64", lambda t: (
+        t - 5, t + 250, t * 3, t.sum(0), t.sum(), t.to(torch.int16) * 300, t.sum(dtype=torch.float32),
+        (t > 100).sum(0)), (torch.tensor([0, 1, 200, 255, 3], dtype=torch.uint8),)),
+    ("uint8 is unsigned: division, order, clamp, prod, mean with a dtype", lambda t: (
+        t / 255, t.sort(1).values, t.topk(2, 1).values, t.clamp(5, 250), t.abs(), t.prod(1),
+        t.argmax(1), torch.minimum(t, t.flip(0)), t.cummax(1).values, t - 5, -t,
+        t.mean(1, dtype=torch.float32), t.float().mean(1, dtype=torch.float64)),
+     (torch.tensor([[0, 1, 200], [255, 3, 128]], dtype=torch.uint8),)),
     ("spherical_bessel_j0 angle", lambda t: (torch.special.spherical_bessel_j0(t), torch.angle(t)),
      (_SPECIAL_POINTS,)),
 ], ids=lambda v: v if isinstance(v, str) else "")

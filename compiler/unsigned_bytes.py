@@ -1,0 +1,80 @@
+"""uint8 tensors are computed as int32 and the results cast back.
+
+torch-mlir's lowerings read ui8 as signed i8 in many places: `img / 2` gave -28 for 200,
+and sort, topk, clamp, abs and prod of uint8 tensors were wrong. Widening is exact (0..255
+fit int32), and casting a result back to uint8 keeps its low 8 bits, which is uint8's own
+wrap-around for +, -, *, negation and shifts:
+
+    before: %y = aten.div.Tensor(%img : u8, 2)                          -> f32
+            %s = aten.clamp(%img : u8, 5, 250)                          -> u8
+    after:  %w = prims.convert_element_type(%img, torch.int32)
+            %y = prims.convert_element_type(aten.div.Tensor(%w, 2), torch.float32)
+            %s = prims.convert_element_type(aten.clamp(%w, 5, 250), torch.uint8)
+
+Views, casts, ops that mutate an input, indexing (a uint8 index is a mask) and random ops
+are left alone.
+"""
+import operator
+
+import torch
+
+from .fx_meta import refresh_meta, value_of
+from .graph_outputs import MULTI_VIEW_OPS, VIEW_OPS
+
+aten = torch.ops.aten
+_CONVERT = torch.ops.prims.convert_element_type.default
+_KEPT = VIEW_OPS | MULTI_VIEW_OPS | {
+    _CONVERT, aten._to_copy.default, aten.index.Tensor, aten._unsafe_index.Tensor,
+    aten.index_put.default, aten._unsafe_index_put.default, aten.masked_fill.Tensor,
+    aten.masked_fill.Scalar, aten.where.self, operator.getitem}
+_RANDOM_WORDS = ("rand", "bernoulli", "normal", "uniform", "exponential", "multinomial")
+
+
+def _is_uint8(node):
+    value = value_of(node)
+    return isinstance(value, torch.Tensor) and value.dtype == torch.uint8
+
+
+def _widens(node):
+    if node.op != "call_function" or node.target in _KEPT:
+        return False
+    schema = getattr(node.target, "_schema", None)
+    if schema is None or schema.is_mutable:
+        return False
+    if any(word in node.target.name() for word in _RANDOM_WORDS):
+        return False
+    return any(_is_uint8(a) for a in node.all_input_nodes)
+
+
+def _cast_back(graph, node, value):
+    """Give `node`'s users its result in the dtype it had before widening."""
+    if not isinstance(value, torch.Tensor):
+        return
+    with graph.inserting_after(node):
+        back = graph.call_function(_CONVERT, (node, value.dtype))
+    back.meta["val"] = value  # a later op reading it widens it again (its low 8 bits)
+    for user in list(node.users):
+        if user is not back:
+            user.replace_input_with(node, back)
+
+
+def widen_uint8(gm):
+    """Rewrite `gm` in place (see the module docstring); True if anything changed."""
+    graph = gm.graph
+    nodes = [n for n in graph.nodes if _widens(n)]
+    for node in nodes:
+        before = value_of(node)
+        with graph.inserting_before(node):
+            wide = {a: graph.call_function(_CONVERT, (a, torch.int32))
+                    for a in node.all_input_nodes if _is_uint8(a)}
+        node.args = torch.fx.node.map_arg(node.args, lambda a: wide.get(a, a))
+        node.kwargs = torch.fx.node.map_arg(node.kwargs, lambda a: wide.get(a, a))
+        if isinstance(before, torch.Tensor):
+            _cast_back(graph, node, before)
+        else:  # (values, indices) of sort / topk / max.dim: behind each getitem
+            for user in list(node.users):
+                if user.target is operator.getitem:
+                    _cast_back(graph, user, value_of(user))
+    if nodes:
+        refresh_meta(gm)
+    return bool(nodes)
