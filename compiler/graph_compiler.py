@@ -114,7 +114,8 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict, mutated_inp
             low_precision.gemms_in_low_precision(gm)
     constant_scalars.fold_constant_scalars(gm)
     narrow_int_casts.route_through_int32(gm)
-    unsigned_bytes.widen_uint8(gm)
+    unsigned_bytes.widen_uint8(gm, lambda node: extern_ops.classify(
+        node, options.get("conv", "aten"), low_casts=target != "cpu") is not None)
     zero_dim.lift_zero_dim(gm)
     extern = {}  # node -> (kind, reason)
     for node, (kind, reason) in extern_ops.extern_nodes(gm, options.get("conv", "aten"),

@@ -11,8 +11,9 @@ wrap-around for +, -, *, negation and shifts:
             %y = prims.convert_element_type(aten.div.Tensor(%w, 2), torch.float32)
             %s = prims.convert_element_type(aten.clamp(%w, 5, 250), torch.uint8)
 
-Views, casts, ops that mutate an input, indexing (a uint8 index is a mask) and random ops
-are left alone.
+Only pointwise ops, reductions, scans and orders are widened (other ops may still run
+through ATen, whose kernels may take uint8 but not int32); views, casts, ops that mutate
+an input, indexing (a uint8 index is a mask) and random ops are left alone.
 """
 import operator
 
@@ -35,9 +36,18 @@ def _is_uint8(node):
     return isinstance(value, torch.Tensor) and value.dtype == torch.uint8
 
 
-def _widens(node):
-    if node.op != "call_function" or node.target in _KEPT:
+# Beyond pointwise ops (torch.Tag.pointwise), the ops widened: reductions, scans, orders.
+_REDUCTIONS = {aten.amax, aten.amin, aten.max, aten.min, aten.argmax, aten.argmin, aten.sort,
+               aten.topk, aten.prod, aten.sum, aten.mean, aten.cummax, aten.cummin,
+               aten.cumsum, aten.cumprod, aten.kthvalue, aten.median, aten.flip, aten.cat}
+
+
+def _widens(node, runs_in_aten):
+    if node.op != "call_function" or node.target in _KEPT or runs_in_aten(node):
         return False
+    if not isinstance(node.target, torch._ops.OpOverload) or not (
+            torch.Tag.pointwise in node.target.tags or node.target.overloadpacket in _REDUCTIONS):
+        return False  # e.g. _upsample_bilinear2d_aa: ATen takes uint8, not int32
     schema = getattr(node.target, "_schema", None)
     if schema is None or schema.is_mutable:
         return False
@@ -58,10 +68,12 @@ def _cast_back(graph, node, value):
             user.replace_input_with(node, back)
 
 
-def widen_uint8(gm):
-    """Rewrite `gm` in place (see the module docstring); True if anything changed."""
+def widen_uint8(gm, runs_in_aten):
+    """Rewrite `gm` in place (see the module docstring); True if anything changed. Ops for
+    which `runs_in_aten(node)` keep their uint8 inputs: ATen reads them right, and some of
+    its kernels take uint8 but not int32 (_upsample_bilinear2d_aa)."""
     graph = gm.graph
-    nodes = [n for n in graph.nodes if _widens(n)]
+    nodes = [n for n in graph.nodes if _widens(n, runs_in_aten)]
     for node in nodes:
         before = value_of(node)
         with graph.inserting_before(node):
