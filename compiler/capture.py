@@ -242,14 +242,16 @@ def _float_floor_division(a, b, *, rounding_mode=None):
     if rounding_mode != "floor" or not dtype.is_floating_point:
         return NotImplemented
     a = a.to(dtype)
-    b = b.to(dtype) if isinstance(b, torch.Tensor) else torch.scalar_tensor(b, dtype=dtype, device=a.device)
+    b = (b.to(dtype) if isinstance(b, torch.Tensor)
+         else torch.scalar_tensor(b, dtype=dtype, device=a.device))
     mod = torch.fmod(a, b)
     div = (a - mod) / b
     div = torch.where((mod != 0) & ((a < 0) ^ (b < 0)), div - 1, div)
     floor_div = torch.floor(div)
     floor_div = torch.where(div - floor_div > 0.5, floor_div + 1, floor_div)
     basic_div = a / b
-    floor_div = torch.where(div != 0, floor_div, torch.copysign(torch.zeros_like(basic_div), basic_div))
+    signed_zero = torch.copysign(torch.zeros_like(basic_div), basic_div)
+    floor_div = torch.where(div != 0, floor_div, signed_zero)
     return torch.where(b != 0, floor_div, basic_div)
 
 

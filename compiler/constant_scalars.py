@@ -13,6 +13,7 @@ values and replaced by a constant of its result:
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+from .extern_ops import is_random
 from .fx_meta import value_of
 
 aten = torch.ops.aten
@@ -22,10 +23,8 @@ _SCALAR_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.
 
 
 def _pure(target):
-    schema = getattr(target, "_schema", None)
-    return (isinstance(target, torch._ops.OpOverload) and schema is not None
-            and not schema.is_mutable and not any(
-                word in target.name() for word in ("rand", "normal", "bernoulli", "dropout")))
+    return (isinstance(target, torch._ops.OpOverload) and not target._schema.is_mutable
+            and not is_random(target))
 
 
 def _evaluate(node, constants):
@@ -56,22 +55,21 @@ def fold_constant_scalars(gm):
     graph = gm.graph
     constants = {}
     folded = []
-    for node in list(graph.nodes):
-        with unset_fake_temporarily():  # AOTAutograd's fake mode is active here
+    with unset_fake_temporarily():  # AOTAutograd's fake mode is active here
+        for node in list(graph.nodes):
             value = _evaluate(node, constants)
-            item = None if value is None else value.item()
-        if value is None:
-            continue
-        constants[node] = value
-        if node.target is aten.scalar_tensor.default:
-            continue
-        with graph.inserting_before(node):
-            const = graph.call_function(aten.scalar_tensor.default, (item,), {
-                "dtype": value.dtype, "device": value_of(node).device})
-        const.meta = dict(node.meta)
-        constants[const] = value
-        node.replace_all_uses_with(const)
-        folded.append(node)
+            if value is None:
+                continue
+            constants[node] = value
+            if node.target is aten.scalar_tensor.default:
+                continue
+            with graph.inserting_before(node):
+                const = graph.call_function(aten.scalar_tensor.default, (value.item(),), {
+                    "dtype": value.dtype, "device": value_of(node).device})
+            const.meta = dict(node.meta)
+            constants[const] = value
+            node.replace_all_uses_with(const)
+            folded.append(node)
     for node in reversed(list(graph.nodes)):
         if node in constants and not node.users:
             graph.erase_node(node)

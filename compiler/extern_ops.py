@@ -52,6 +52,12 @@ SUPPORTED_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torc
                     torch.int8, torch.uint8, torch.int16}
 
 
+def is_random(target):
+    """An op that draws from torch's generator (rand*, bernoulli, normal, dropout, ...)."""
+    return isinstance(target, torch._ops.OpOverload) and any(
+        word in target.name() for word in _RANDOM_WORDS)
+
+
 def op_name(node):
     """'aten.sort' for aten.sort.default: the packet name of the node's target."""
     return importer.overload_name(node.target)

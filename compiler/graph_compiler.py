@@ -112,14 +112,14 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict, mutated_inp
         low_precision.upcast(gm)
         if target != "cpu":
             low_precision.gemms_in_low_precision(gm)
+    conv, low_casts = options.get("conv", "aten"), target != "cpu"
     constant_scalars.fold_constant_scalars(gm)
     narrow_int_casts.route_through_int32(gm)
-    unsigned_bytes.widen_uint8(gm, lambda node: extern_ops.classify(
-        node, options.get("conv", "aten"), low_casts=target != "cpu") is not None)
+    unsigned_bytes.widen_uint8(
+        gm, lambda node: extern_ops.classify(node, conv, low_casts) is not None)
     zero_dim.lift_zero_dim(gm)
     extern = {}  # node -> (kind, reason)
-    for node, (kind, reason) in extern_ops.extern_nodes(gm, options.get("conv", "aten"),
-                                                        low_casts=target != "cpu").items():
+    for node, (kind, reason) in extern_ops.extern_nodes(gm, conv, low_casts).items():
         extern[node] = (kind, _describe_node_error(node, reason))
     _keep_size_arithmetic_compiled(gm, extern)
     extern_layouts.conv_inputs_in_conv_layout(gm, extern)

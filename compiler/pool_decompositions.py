@@ -1,7 +1,7 @@
 """Pooling decompositions: pools of an unbatched (C, *spatial) input get a batch dim of 1
-(`_with_batch_dim`), and avg_pool2d's backward is computed as shifted, padded copies of the scaled gradient (torch has no
-decomposition and torch-mlir cannot lower the op, so PoolFormer's training ran it through
-ATen).
+(`_with_batch_dim`), and avg_pool2d's backward is computed as shifted, padded copies of
+the scaled gradient (torch has no decomposition and torch-mlir cannot lower the op, so
+PoolFormer's training ran it through ATen).
 
     g          = grad_out / divisor[oh, ow]        (ATen's per-window divisor: the window
                                                     clipped to the padded input, or to the

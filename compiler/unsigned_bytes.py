@@ -13,7 +13,8 @@ wrap-around for +, -, *, negation and shifts:
 
 Only pointwise ops, reductions, scans and orders are widened (other ops may still run
 through ATen, whose kernels may take uint8 but not int32); views, casts, ops that mutate
-an input, indexing (a uint8 index is a mask) and random ops are left alone.
+an input and indexing (a uint8 index is a mask) are left alone, and so are random ops
+(they run through ATen).
 """
 import operator
 
@@ -28,7 +29,6 @@ _KEPT = VIEW_OPS | MULTI_VIEW_OPS | {
     _CONVERT, aten._to_copy.default, aten.index.Tensor, aten._unsafe_index.Tensor,
     aten.index_put.default, aten._unsafe_index_put.default, aten.masked_fill.Tensor,
     aten.masked_fill.Scalar, aten.where.self, operator.getitem}
-_RANDOM_WORDS = ("rand", "bernoulli", "normal", "uniform", "exponential", "multinomial")
 
 
 def _is_uint8(node):
@@ -48,10 +48,7 @@ def _widens(node, runs_in_aten):
     if not isinstance(node.target, torch._ops.OpOverload) or not (
             torch.Tag.pointwise in node.target.tags or node.target.overloadpacket in _REDUCTIONS):
         return False  # e.g. _upsample_bilinear2d_aa: ATen takes uint8, not int32
-    schema = getattr(node.target, "_schema", None)
-    if schema is None or schema.is_mutable:
-        return False
-    if any(word in node.target.name() for word in _RANDOM_WORDS):
+    if node.target._schema.is_mutable:
         return False
     return any(_is_uint8(a) for a in node.all_input_nodes)
 
