@@ -2,6 +2,8 @@
 
     python bench/models.py [--models bert,gpt2] [--batch 1,8] [--iters 30] [--no-warm]
     python bench/models.py --device cuda --dtype float32,bfloat16     (on a GPU)
+    python bench/models.py --freezing     (both compilers with weights frozen: inductor's
+                                           freezing, ember's options={"freezing": True})
 
 Per model and batch size: median latency of the three variants (timed in alternating
 rounds: the machine is shared and noisy), the ratios eager/ember and inductor/ember,
@@ -35,7 +37,7 @@ from ember.models import MODEL_NAMES, build, first_tensor
 
 
 # --device / --dtype of this run (the warm children get them on their command line)
-_SETUP = {"device": "cpu", "dtype": torch.float32}
+_SETUP = {"device": "cpu", "dtype": torch.float32, "freezing": False}
 
 
 def _synchronized(fn):
@@ -108,8 +110,9 @@ def _compile_both(name, batch, variants=("inductor", "ember")):
     torch._dynamo.reset()
     inductor = fast = out = None
     if "inductor" in variants:
+        inductor_options = {"freezing": True} if _SETUP["freezing"] else None
         row["inductor_compile_s"], inductor, _ = _compile_and_first_call(
-            lambda: torch.compile(model), inputs)
+            lambda: torch.compile(model, options=inductor_options), inputs)
     if "ember" not in variants:
         return model, inputs, inductor, fast, out, row
     # A second backend needs its own Dynamo cache entry: compile ember on a shallow copy
@@ -123,7 +126,8 @@ def _compile_both(name, batch, variants=("inductor", "ember")):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             row["ember_compile_s"], fast, out = _compile_and_first_call(
-                lambda: ember.compile(copy.copy(model)), inputs)
+                lambda: ember.compile(copy.copy(model),
+                                      options={"freezing": _SETUP["freezing"]}), inputs)
     finally:
         logger.removeHandler(counter)
         logger.setLevel(level)
@@ -159,7 +163,8 @@ def _warm_compile(name, batch):
     for variant in ("inductor", "ember"):
         out = subprocess.run([sys.executable, __file__, "--warm-child", name, str(batch),
                               variant, "--device", _SETUP["device"],
-                              "--dtype", str(_SETUP["dtype"]).replace("torch.", "")],
+                              "--dtype", str(_SETUP["dtype"]).replace("torch.", "")]
+                             + (["--freezing"] if _SETUP["freezing"] else []),
                              capture_output=True, text=True, env=os.environ.copy())
         key = f"{variant}_compile_s"
         times[key] = float("nan")
@@ -192,9 +197,12 @@ def main(argv=None):
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--dtype", default="float32",
                    help="model dtypes, comma-separated (float32, bfloat16, float16)")
+    p.add_argument("--freezing", action="store_true",
+                   help="freeze the weights in both compilers (inference only)")
     p.add_argument("--warm-child", nargs=3, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     _SETUP["device"] = args.device
+    _SETUP["freezing"] = args.freezing
     dtypes = [getattr(torch, d) for d in args.dtype.split(",") if d]
     _SETUP["dtype"] = dtypes[0]
     if args.warm_child:

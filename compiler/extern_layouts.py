@@ -51,8 +51,10 @@ def _has_layout(t, memory_format):
 def conv_inputs_in_conv_layout(gm, extern):
     """Insert a layout-changing clone (compiled, so it fuses into its producer's kernel)
     before every convolution in `extern` whose activation or weight an ember kernel
-    produces in another layout. Returns the number of clones inserted."""
-    inserted = 0
+    produces in another layout. The producer's other compiled readers read the clone too,
+    so the kernel writes one layout, not both (a residual branch beside the next
+    convolution). Returns the number of clones inserted."""
+    inserted, clones = 0, {}
     for node in list(gm.graph.nodes):
         positions = _TENSOR_ARGS.get(node.target) if node in extern else None
         if not positions:
@@ -64,13 +66,19 @@ def conv_inputs_in_conv_layout(gm, extern):
             if (not isinstance(val, torch.Tensor) or arg.op != "call_function"
                     or arg in extern or _has_layout(val, memory_format)):
                 continue
-            with gm.graph.inserting_before(node):
-                clone = gm.graph.call_function(aten.clone.default, (arg,),
-                                               {"memory_format": memory_format})
-            with val.fake_mode:
-                clone.meta["val"] = val.clone(memory_format=memory_format)
+            clone = clones.get((arg, memory_format))
+            if clone is None:
+                with gm.graph.inserting_after(arg):
+                    clone = gm.graph.call_function(aten.clone.default, (arg,),
+                                                   {"memory_format": memory_format})
+                with val.fake_mode:
+                    clone.meta["val"] = val.clone(memory_format=memory_format)
+                clones[(arg, memory_format)] = clone
+                inserted += 1
+                for user in list(arg.users):
+                    if user is not clone and user.op == "call_function" and user not in extern:
+                        user.replace_input_with(arg, clone)
             args[i] = clone
-            inserted += 1
         node.args = tuple(args)
     if inserted:
         gm.recompile()

@@ -21,7 +21,8 @@ from ember.compiler.diagnostics import warn_once
 from ember.errors import EmberError, EmberUnsupportedError
 
 log = logging.getLogger("ember")
-_OPTION_TYPES = {"fallback": bool, "target": str, "conv": str, "attention": str}
+_OPTION_TYPES = {"fallback": bool, "target": str, "conv": str, "attention": str,
+                 "freezing": bool}
 _TARGETS = ("cpu", "cuda", "rocm")
 _CONV_CHOICES = ("aten", "ember")
 _ATTENTION_CHOICES = ("aten", "ember")
@@ -77,12 +78,12 @@ def strict_error(exc):
     return EmberStrictError(f"ember failed on this graph: {type(exc).__name__}: {exc}")
 
 
-def _warn_fallback(exc):
+def _warn_fallback(exc, consequence="running this graph eagerly"):
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     what = "" if isinstance(exc, EmberError) else f"internal error {type(exc).__name__}: "
     prefix = "" if first.startswith("ember") else "ember: "
     warn_once((type(exc).__name__, first),
-              f"{prefix}{what}{first}; running this graph eagerly", stacklevel=4)
+              f"{prefix}{what}{first}; {consequence}", stacklevel=4)
     log.info("ember fallback: %s", exc, exc_info=not isinstance(exc, EmberError))
 
 
@@ -103,21 +104,48 @@ def _mutated_inputs():
     return tuple(pairs)
 
 
-def _compile_or_fallback(gm, example_inputs, *, options, forward=False):
+def _frozen(gm, example_inputs, options):
+    """(gm, example_inputs, FrozenInputs or None): the weights folded out of an inference
+    graph when the user asked for freezing (compiler/freezing.py)."""
+    from ember.compiler.freezing import freezable_inputs, freeze
+    from ember.compiler.graph_outputs import _copy_graph
+
+    try:
+        work = torch.fx.GraphModule(gm, _copy_graph(gm.graph))
+        result = freeze(work, example_inputs, freezable_inputs(len(example_inputs)))
+    except Exception as exc:
+        if _strict(options):
+            raise strict_error(exc) from exc
+        _warn_fallback(exc, "this graph runs without freezing")
+        return gm, example_inputs, None
+    return result if result is not None else (gm, example_inputs, None)
+
+
+def _compile_or_fallback(gm, example_inputs, *, options, forward=False, inference=False):
     from ember.compiler.graph_compiler import compile_fx_graph
     from ember.compiler.gpu_driver import default_target
 
     strict = _strict(options)
+    mutated = _mutated_inputs() if forward else ()
+    frozen = None
+    if inference and options.get("freezing"):
+        gm, example_inputs, frozen = _frozen(gm, example_inputs, options)
+        if frozen is not None:
+            mutated = tuple((j, frozen.remap_input(i)) for j, i in mutated)
     try:
         target = options.get("target") or default_target(example_inputs)
         compiled = compile_fx_graph(gm, example_inputs, target=target,
-                                    options=options, strict=strict,
-                                    mutated_inputs=_mutated_inputs() if forward else ())
+                                    options=options, strict=strict, mutated_inputs=mutated)
     except Exception as exc:
         if strict:
             raise strict_error(exc) from exc
         _warn_fallback(exc)
         compiled = gm  # the functionalized ATen graph runs eagerly
+    if frozen is not None:
+        per_call = compiled
+
+        def compiled(*args):
+            return per_call(*frozen.arguments(args))
     # Boxed: AOTAutograd hands over its argument list, which lets it free inputs early.
     return make_boxed_func(compiled)
 
@@ -134,10 +162,12 @@ def make_backend(options=None):
     compiler = functools.partial(_compile_or_fallback, options=options)
     # Only forward / inference graphs return mutated inputs' new values (see above).
     forward_compiler = functools.partial(_compile_or_fallback, options=options, forward=True)
+    inference_compiler = functools.partial(_compile_or_fallback, options=options, forward=True,
+                                           inference=True)
     # Inductor's partitioner: the backward recomputes cheap pointwise ops from what the
     # forward saves (a min cut of the joint graph) instead of saving every intermediate.
     inner = aot_autograd(fw_compiler=forward_compiler, bw_compiler=compiler,
-                         inference_compiler=forward_compiler, decompositions=decomposition_table(
+                         inference_compiler=inference_compiler, decompositions=decomposition_table(
                              conv=options.get("conv", "aten"),
                              attention=options.get("attention", _default_attention(options))),
                          partition_fn=min_cut_rematerialization_partition)

@@ -6,7 +6,16 @@ Works on linalg-on-tensors. Every compute op (linalg.*) ends up in exactly one
   * elementwise -> reduction             (prologue fused into the reduction's loop)
   * anchor (matmul/conv/reduction) -> elementwise, once per group
                                          (bias / activation epilogues)
-Two anchors never share a group. `tensor.empty`, `linalg.fill` and scalar constants
+Two anchors never share a group. A small elementwise producer computed from the
+function's arguments alone (a batch norm's running variance, weight and bias) is not
+fused into a consumer that broadcasts it: fused, its work would be redone for every
+element the broadcast covers, instead of once per channel:
+
+    before: one loop over N*C*H*W: y = (x - m[c]) * (1 / sqrt(v[c] + eps)) * w[c] + b[c]
+    after:  a loop over C: s = 1 / sqrt(v + eps)
+            one loop over N*C*H*W: y = (x - m[c]) * s[c] * w[c] + b[c]
+
+`tensor.empty`, `linalg.fill` and scalar constants
 feeding a group are cloned into it. A group is placed at its last member and has one
 output; a member whose result is also read outside the group becomes a group of its own
 (multi-output groups are future work: IRDL makes their results share one type).
@@ -51,6 +60,7 @@ def _plan_groups(block):
         if classes[op] == OpClass.ANCHOR:
             anchors[op] = op
     bridges = {}  # reshape -> the consumer whose group it joins
+    from_arguments = {}  # op -> whether it computes from block arguments alone
     for consumer in compute:
         for operand in consumer.operands:
             producer = _defining_op(operand)
@@ -70,6 +80,9 @@ def _plan_groups(block):
                     continue  # named matmul/conv take their operands as they are
             if ca is not None and pa is not None and ca != pa:
                 continue
+            if pclass == OpClass.ELEMENTWISE and _hoistable(producer, consumer, classes,
+                                                            from_arguments):
+                continue
             root = uf.union(consumer, producer)
             if reshape is not None:
                 bridges[reshape] = consumer
@@ -88,6 +101,49 @@ def _plan_groups(block):
     for members in groups.values():
         planned.extend(_split_members(members))
     return planned, classes
+
+
+# A producer at most 1/BROADCAST_FACTOR the size of its consumer is computed apart.
+BROADCAST_FACTOR = 8
+
+
+def _static_numel(value):
+    t = value.type
+    if not isinstance(t, ir.RankedTensorType) or not t.has_static_shape:
+        return None
+    n = 1
+    for s in t.shape:
+        n *= s
+    return n
+
+
+def _computes_from_arguments(op, classes, memo):
+    """True when `op` depends on block arguments and constants only, through elementwise
+    ops and reshapes: no anchor (a batch statistic, a GEMM) on the way."""
+    if op in memo:
+        return memo[op]
+    memo[op] = False  # (no cycles in SSA; guards the recursion)
+    ok = classes.get(op) in (OpClass.ELEMENTWISE, OpClass.OTHER) and op.name not in (
+        "func.call",)
+    for v in op.operands if ok else ():
+        d = _defining_op(v)
+        if d is not None and not _computes_from_arguments(d, classes, memo):
+            ok = False
+            break
+    memo[op] = ok
+    return ok
+
+
+def _hoistable(producer, consumer, classes, memo):
+    """Whether an elementwise producer stays out of `consumer`'s group: it computes from
+    the arguments alone and is much smaller than the consumer, which broadcasts it."""
+    small = [_static_numel(r) for r in producer.results]
+    big = [_static_numel(r) for r in consumer.results]
+    if not small or not big or None in small + big:
+        return False
+    if max(small) * BROADCAST_FACTOR > max(big):
+        return False
+    return _computes_from_arguments(producer, classes, memo)
 
 
 def _reshape_bridge(op, consumer, classes):

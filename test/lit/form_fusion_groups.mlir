@@ -139,3 +139,36 @@ func.func @linear_3d_residual(%x: tensor<128x64xf32>, %w: tensor<64x32xf32>, %b:
   } -> tensor<8x16x32xf32>
   return %y : tensor<8x16x32xf32>
 }
+
+// An inference batch norm: 1/sqrt(var + eps) is computed from arguments alone, over C,
+// and broadcast over N*H*W. It stays a loop nest of its own (once per channel) instead
+// of being fused into the big loop, where it would be redone for every element.
+// LOWER-LABEL: func.func @batch_norm_scale_per_channel
+// LOWER: linalg.generic {{.*}} iterator_types = ["parallel"]}
+// LOWER: math.sqrt
+// LOWER: arith.divf
+// LOWER: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]}
+// LOWER-NOT: math.sqrt
+// LOWER: arith.mulf
+// LOWER: return
+func.func @batch_norm_scale_per_channel(%x: tensor<64x32xf32>, %var: tensor<32xf32>) -> tensor<64x32xf32> {
+  %one = arith.constant 1.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %ec = tensor.empty() : tensor<32xf32>
+  %inv = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%var : tensor<32xf32>) outs(%ec : tensor<32xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %a = arith.addf %v, %eps : f32
+    %s = math.sqrt %a : f32
+    %r = arith.divf %one, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<32xf32>
+  %e = tensor.empty() : tensor<64x32xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %inv : tensor<64x32xf32>, tensor<32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%i: f32, %j: f32, %o: f32):
+    %m = arith.mulf %i, %j : f32
+    linalg.yield %m : f32
+  } -> tensor<64x32xf32>
+  return %y : tensor<64x32xf32>
+}

@@ -1,6 +1,8 @@
 """Layer norm / softmax / RMS norm as ONE loop over rows (ember-fuse-reduction-rows), and
 ATen convolutions handed their inputs in their own layout (compiler/extern_layouts.py)."""
 import pytest
+import operator
+
 import torch
 import torch.nn.functional as F
 
@@ -116,3 +118,32 @@ def test_conv_gets_its_input_contiguous_from_the_producing_kernel(monkeypatch):
         with torch.set_grad_enabled(grad):
             torch.testing.assert_close(compile_strict(fn)(x), fn(x), rtol=1e-4, atol=1e-4)
     assert inserted and max(inserted) >= 1
+
+
+def test_a_kernel_feeding_a_channels_last_conv_and_a_residual_writes_one_layout(monkeypatch):
+    """A residual block of a channels-last model: the kernel making the block's input
+    feeds the convolution (which wants channels-last) and the residual add. It writes
+    that one channels-last tensor, not a contiguous copy beside it."""
+    from ember.compiler import graph_compiler
+
+    torch.manual_seed(0)
+    conv1 = torch.nn.Conv2d(8, 8, 3, padding=1).to(memory_format=torch.channels_last)
+    conv2 = torch.nn.Conv2d(8, 8, 3, padding=1).to(memory_format=torch.channels_last)
+    norm = torch.nn.BatchNorm2d(8).eval()
+
+    def fn(x):
+        h = torch.relu(conv1(x)).contiguous()  # made contiguous, as a max pool's decomposition does
+        return conv2(torch.relu(norm(conv2(h)) + h))
+
+    fused = []
+    real = graph_compiler._try_partitioned
+    monkeypatch.setattr(graph_compiler, "_try_partitioned",
+                        lambda *a: (lambda r: fused.append(r[0]) or r)(real(*a)))
+    x = torch.randn(2, 8, 10, 10).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        torch.testing.assert_close(compile_strict(fn)(x), fn(x), rtol=1e-4, atol=1e-4)
+    partitions = [n for n in fused[0].graph.nodes
+                  if n.op == "call_module" and n.target.startswith("ember_")]
+    assert partitions
+    for node in partitions:  # one result each: no getitem picks a second layout
+        assert not any(u.target is operator.getitem for u in node.users), node.target
