@@ -76,6 +76,9 @@ def build_object(torch_ir, *, opt_level=3, dump_dir=None, name="graph", in_place
         _dump(dump_dir, name, "fused", module)
         with module.context:
             writable = in_place_outputs(module, in_place, importer.ENTRY)
+            if writable:  # an output in an input's buffer: kernel arguments may alias
+                from ember.targets.cpu.parallel import OUTPUTS_ALIAS_INPUTS
+                module.operation.attributes[OUTPUTS_ALIAS_INPUTS] = ir.UnitAttr.get()
         lower_to_llvm(module)
     except PipelineError as exc:
         return {"ok": False, "stage": "pipeline", "message": str(exc)}

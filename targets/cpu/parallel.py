@@ -165,12 +165,62 @@ class _Outline:
         return False  # e.g. a scalar computed at run time: keep the loop serial
 
 
-def _outline(entry, loop, plan, name, d):
+# The memref views whose result is (part of) their first operand's buffer.
+_VIEW_OPS = ("memref.subview", "memref.expand_shape", "memref.collapse_shape",
+             "memref.reinterpret_cast", "memref.cast", "memref.transpose")
+# Set on a module whose entry function writes an output into an input's buffer
+# (compiler/in_place_outputs.py): two of its arguments may then be one buffer.
+OUTPUTS_ALIAS_INPUTS = "ember.outputs_alias_inputs"
+
+
+def _buffer_of(value):
+    """What `value`'s memory is part of: a block argument or an allocation, or a slice of
+    the workspace (its base and byte offset); None when that is not known."""
+    while True:
+        owner = defining_op(value)
+        if owner is None:
+            return value  # an argument of the entry function: a buffer of its own
+        if owner.name in _VIEW_OPS:
+            value = owner.operands[0]
+        elif owner.name == "memref.view":  # a workspace slot, placed apart from the live ones
+            base = _buffer_of(owner.operands[0])
+            offset = _const_index(owner.operands[1])
+            return None if base is None else (base, offset if offset is not None
+                                              else owner.operands[1])
+        elif owner.name in ("memref.alloc", "memref.alloca"):
+            return value
+        else:
+            return None
+
+
+def _disjoint_buffers(args):
+    """Whether the kernel's buffer arguments are distinct buffers, so that each can be
+    marked `noalias`: LLVM may then keep a loaded weight in a register across stores and
+    hoist per-channel values out of inner loops (MobileNetV2's kernels: -22%). Entry
+    arguments are distinct tensors (inputs are never written, outputs are fresh buffers);
+    workspace slots in use by one kernel are disjoint by the workspace plan."""
+    seen = []
+    for v in args:
+        if not isinstance(v.type, ir.MemRefType):
+            continue
+        buffer = _buffer_of(v)
+        if buffer is None or buffer in seen:
+            return False
+        seen.append(buffer)
+    return True
+
+
+def _outline(entry, loop, plan, name, d, noalias=False):
     i32, index = ir.IntegerType.get_signless(32), ir.IndexType.get()
     arg_types = [i32, i32] + [v.type for v in plan.args]
     with ir.InsertionPoint(entry):
         kernel = func.FuncOp(name, (arg_types, []))
     kernel.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    if noalias:
+        kernel.arg_attrs = ir.ArrayAttr.get(
+            [ir.DictAttr.get({}), ir.DictAttr.get({})] +
+            [ir.DictAttr.get({"llvm.noalias": ir.UnitAttr.get()} if isinstance(t, ir.MemRefType)
+                             else {}) for t in arg_types[2:]])
     block = kernel.add_entry_block()
     mapping = {v: block.arguments[2 + i] for i, v in enumerate(plan.args)}
     with ir.InsertionPoint(block):
@@ -302,6 +352,7 @@ def outline_parallel_loops(module_op, pass_=None):
         return  # a torch built without OpenMP: loops stay serial
     count = 0
     distinct = _Deduplicator()
+    arguments_apart = OUTPUTS_ALIAS_INPUTS not in module_op.attributes
     for entry in entry_functions(module_op):
         _expose_dynamic_allocs(entry)
         body = entry.regions[0].blocks[0]
@@ -317,8 +368,9 @@ def outline_parallel_loops(module_op, pass_=None):
             if not plan.ok:
                 continue
             name = f"{KERNEL_PREFIX}{count}"
+            noalias = arguments_apart and _disjoint_buffers(plan.args)
             with loop.location:
-                outlined = _outline(entry, loop, plan, name, d)
+                outlined = _outline(entry, loop, plan, name, d, noalias)
             if distinct.add(*outlined, name):
                 count += 1
 

@@ -4,7 +4,7 @@
 // subview it reads through is re-created inside (a bare pointer cannot carry it), the
 // buffers are passed.
 // CHECK-LABEL: func.func private @ember_par_0
-// CHECK-SAME: (%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %[[X:arg[0-9]+]]: memref<512x256xf32>, %{{arg[0-9]+}}: memref<512xf32>)
+// CHECK-SAME: (%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %[[X:arg[0-9]+]]: memref<512x256xf32> {llvm.noalias}, %{{arg[0-9]+}}: memref<512xf32> {llvm.noalias})
 // CHECK: memref.subview %[[X]]
 // CHECK: arith.divui
 // CHECK: scf.parallel
@@ -44,7 +44,7 @@ func.func @small(%x: memref<64xf32>, %y: memref<64xf32>) {
 // Dynamic shapes: the size argument is passed, the views of the bare pointers are
 // re-created inside, and the slice of dim 0 comes from the run-time trip count.
 // CHECK-LABEL: func.func private @ember_par_1
-// CHECK-SAME: (%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %[[P:arg[0-9]+]]: memref<f32>, %[[N:arg[0-9]+]]: index, %[[Q:arg[0-9]+]]: memref<f32>)
+// CHECK-SAME: (%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %[[P:arg[0-9]+]]: memref<f32> {llvm.noalias}, %[[N:arg[0-9]+]]: index, %[[Q:arg[0-9]+]]: memref<f32> {llvm.noalias})
 // CHECK: memref.reinterpret_cast %[[P]] to offset: [0], sizes: [%[[N]], 256]
 // CHECK: arith.ceildivui
 // CHECK: scf.parallel
@@ -67,10 +67,10 @@ func.func @dynamic(%x: memref<f32>, %y: memref<f32>, %n: index) {
 // launches call it; a different loop gets a kernel of its own. A scalar argument of the
 // entry (an i64 size from the call prologue) travels to the kernel like a size.
 // CHECK-LABEL: func.func private @ember_par_2
-// CHECK-SAME: (%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: memref<1024x64xf32>, %{{arg[0-9]+}}: memref<1024x64xf32>)
+// CHECK-SAME: (%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: memref<1024x64xf32> {llvm.noalias}, %{{arg[0-9]+}}: memref<1024x64xf32> {llvm.noalias})
 // CHECK: math.exp
 // CHECK: func.func private @ember_par_2_launch(memref<1024x64xf32>, memref<1024x64xf32>)
-// CHECK: func.func private @ember_par_3(%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: memref<f32>, %[[K:arg[0-9]+]]: i64, %{{arg[0-9]+}}: memref<f32>)
+// CHECK: func.func private @ember_par_3(%{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: i32, %{{arg[0-9]+}}: memref<f32> {llvm.noalias}, %[[K:arg[0-9]+]]: i64, %{{arg[0-9]+}}: memref<f32> {llvm.noalias})
 // CHECK: arith.index_cast %[[K]] : i64 to index
 // CHECK: math.tanh
 // CHECK: func.func private @ember_par_3_launch(memref<f32>, i64, memref<f32>)
@@ -115,6 +115,26 @@ func.func @batch_of_one(%x: memref<1x128x256xf32>, %y: memref<1x128x256xf32>) {
   linalg.generic {indexing_maps = [#m3, #m3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : memref<1x128x256xf32>) outs(%y : memref<1x128x256xf32>) {
   ^bb0(%i: f32, %o: f32):
     %v = math.exp %i : f32
+    linalg.yield %v : f32
+  }
+  return
+}
+
+// -----
+// Two arguments that are one buffer (two views of one workspace slot), or a module
+// whose outputs may live in its inputs' buffers (compiler/in_place_outputs.py): no
+// `noalias`, which would let LLVM reorder a store and a load of the same memory.
+// CHECK-LABEL: func.func private @ember_par_5
+// CHECK-NOT: llvm.noalias
+// CHECK-LABEL: func.func @one_slot_twice
+#m2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @one_slot_twice(%ws: memref<262144xi8>, %out: memref<256x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = memref.view %ws[%c0][] : memref<262144xi8> to memref<256x256xf32>
+  %b = memref.view %ws[%c0][] : memref<262144xi8> to memref<256x256xf32>
+  linalg.generic {indexing_maps = [#m2, #m2, #m2], iterator_types = ["parallel", "parallel"]} ins(%a, %out : memref<256x256xf32>, memref<256x256xf32>) outs(%b : memref<256x256xf32>) {
+  ^bb0(%i: f32, %j: f32, %o: f32):
+    %v = arith.addf %i, %j : f32
     linalg.yield %v : f32
   }
   return

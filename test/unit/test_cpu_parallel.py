@@ -104,3 +104,24 @@ def test_compiled_adamw_step_updates_in_place_like_eager(shapes):
         torch.testing.assert_close(ember_opt.state[q]["exp_avg_sq"],
                                    eager_opt.state[p]["exp_avg_sq"], rtol=1e-5, atol=1e-8)
     assert [p.data_ptr() for p in twins] == addresses
+
+
+def test_kernel_buffers_are_noalias_unless_an_output_lives_in_an_input():
+    """Distinct buffers are `noalias` kernel arguments (LLVM keeps per-channel values in
+    registers); a module whose output may be written into an input's buffer
+    (compiler/in_place_outputs.py) gets none."""
+    from torch_mlir import ir
+    from ember.targets.cpu.parallel import OUTPUTS_ALIAS_INPUTS
+
+    def add(x, y):
+        return x * 2 + y
+
+    inputs = (torch.randn(256, 512), torch.randn(256, 512))
+    assert "llvm.noalias" in str(_lowered(add, *inputs))
+    module = linalg_module(add, *inputs)
+    fuse(module)
+    with module.context:
+        module.operation.attributes[OUTPUTS_ALIAS_INPUTS] = ir.UnitAttr.get()
+    lower_to_llvm(module)
+    text = str(module)
+    assert "GOMP_parallel" in text and "llvm.noalias" not in text
