@@ -174,19 +174,21 @@ OUTPUTS_ALIAS_INPUTS = "ember.outputs_alias_inputs"
 
 
 def _buffer_of(value):
-    """What `value`'s memory is part of: a block argument or an allocation, or a slice of
-    the workspace (its base and byte offset); None when that is not known."""
+    """What `value`'s memory is part of: an argument of the entry function or an
+    allocation, or a slot of the workspace argument (the argument and the slot's byte
+    offset); None when that is not known."""
     while True:
         owner = defining_op(value)
         if owner is None:
             return value  # an argument of the entry function: a buffer of its own
         if owner.name in _VIEW_OPS:
             value = owner.operands[0]
-        elif owner.name == "memref.view":  # a workspace slot, placed apart from the live ones
-            base = _buffer_of(owner.operands[0])
+        elif owner.name == "memref.view":  # a workspace slot (ember-plan-workspace)
+            base = owner.operands[0]
+            if defining_op(base) is not None:
+                return None
             offset = _const_index(owner.operands[1])
-            return None if base is None else (base, offset if offset is not None
-                                              else owner.operands[1])
+            return (base, offset if offset is not None else owner.operands[1])
         elif owner.name in ("memref.alloc", "memref.alloca"):
             return value
         else:
@@ -198,7 +200,8 @@ def _disjoint_buffers(args):
     marked `noalias`: LLVM may then keep a loaded weight in a register across stores and
     hoist per-channel values out of inner loops (MobileNetV2's kernels: -22%). Entry
     arguments are distinct tensors (inputs are never written, outputs are fresh buffers);
-    workspace slots in use by one kernel are disjoint by the workspace plan."""
+    workspace slots used by one kernel are disjoint by the workspace plan (both are live
+    there), but not the workspace and a slot of it."""
     seen = []
     for v in args:
         if not isinstance(v.type, ir.MemRefType):
@@ -207,7 +210,8 @@ def _disjoint_buffers(args):
         if buffer is None or buffer in seen:
             return False
         seen.append(buffer)
-    return True
+    slot_bases = [b[0] for b in seen if isinstance(b, tuple)]
+    return not any(b in slot_bases for b in seen if not isinstance(b, tuple))
 
 
 def _outline(entry, loop, plan, name, d, noalias=False):
