@@ -13,7 +13,7 @@ values and replaced by a constant of its result:
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-from .extern_ops import is_random
+from .extern_ops import is_pure
 from .fx_meta import value_of
 
 aten = torch.ops.aten
@@ -22,14 +22,9 @@ _SCALAR_DTYPES = {torch.float32, torch.float64, torch.int64, torch.int32, torch.
                   torch.int8, torch.uint8, torch.bool}
 
 
-def _pure(target):
-    return (isinstance(target, torch._ops.OpOverload) and not target._schema.is_mutable
-            and not is_random(target))
-
-
 def _evaluate(node, constants):
     """The node's value from constant inputs (on the CPU), or None."""
-    if node.op != "call_function" or not _pure(node.target):
+    if node.op != "call_function" or not is_pure(node.target):
         return None
     if node.target is not aten.scalar_tensor.default and not node.all_input_nodes:
         return None  # a factory of its own (full, arange): left to torch-mlir

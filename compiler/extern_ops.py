@@ -58,6 +58,13 @@ def is_random(target):
         word in target.name() for word in _RANDOM_WORDS)
 
 
+def is_pure(target):
+    """An ATen op that neither mutates an input nor draws random numbers: evaluating it
+    ahead of time (constant folding, freezing) gives what the call would."""
+    return (isinstance(target, torch._ops.OpOverload) and not target._schema.is_mutable
+            and not is_random(target))
+
+
 def op_name(node):
     """'aten.sort' for aten.sort.default: the packet name of the node's target."""
     return importer.overload_name(node.target)

@@ -29,7 +29,7 @@ import threading
 
 import torch
 
-from .extern_ops import is_random
+from .extern_ops import is_pure
 from .fx_meta import value_of as _val
 
 
@@ -64,9 +64,8 @@ def _foldable_nodes(gm, frozen_placeholders):
         if node.op != "call_function" or node in frozen:
             continue
         inputs = node.all_input_nodes
-        if inputs and all(a in frozen for a in inputs) and not is_random(node.target) \
-                and not _grows(node) and isinstance(node.target, torch._ops.OpOverload) \
-                and not node.target._schema.is_mutable:
+        if inputs and all(a in frozen for a in inputs) and is_pure(node.target) \
+                and not _grows(node):
             frozen.add(node)
     return frozen
 

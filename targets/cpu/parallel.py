@@ -22,6 +22,7 @@ from torch_mlir.dialects import arith, func, memref
 from ember.compiler.ir_walk import (clone_remapped, constant_attr, defining_op, entry_functions,
                                     is_identity_static_memref, symbol_name)
 from .runtime_symbols import openmp_available
+from .workspace import VIEW_OPS
 
 OUTLINE_PASS_NAME = "ember-outline-parallel-loops"
 LAUNCHERS_PASS_NAME = "ember-emit-parallel-launchers"
@@ -165,9 +166,6 @@ class _Outline:
         return False  # e.g. a scalar computed at run time: keep the loop serial
 
 
-# The memref views whose result is (part of) their first operand's buffer.
-_VIEW_OPS = ("memref.subview", "memref.expand_shape", "memref.collapse_shape",
-             "memref.reinterpret_cast", "memref.cast", "memref.transpose")
 # Set on a module whose entry function writes an output into an input's buffer
 # (compiler/in_place_outputs.py): two of its arguments may then be one buffer.
 OUTPUTS_ALIAS_INPUTS = "ember.outputs_alias_inputs"
@@ -181,14 +179,14 @@ def _buffer_of(value):
         owner = defining_op(value)
         if owner is None:
             return value  # an argument of the entry function: a buffer of its own
-        if owner.name in _VIEW_OPS:
-            value = owner.operands[0]
-        elif owner.name == "memref.view":  # a workspace slot (ember-plan-workspace)
+        if owner.name == "memref.view":  # a workspace slot (ember-plan-workspace)
             base = owner.operands[0]
             if defining_op(base) is not None:
                 return None
             offset = _const_index(owner.operands[1])
             return (base, offset if offset is not None else owner.operands[1])
+        elif owner.name in VIEW_OPS:
+            value = owner.operands[0]
         elif owner.name in ("memref.alloc", "memref.alloca"):
             return value
         else:

@@ -34,7 +34,7 @@ def _static_bytes(t):
 
 
 # Ops whose memref result aliases their first operand.
-_VIEWS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview",
+VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview",
           "memref.reinterpret_cast", "memref.cast", "memref.view", "memref.transpose")
 
 
@@ -55,7 +55,7 @@ def _last_use(alloc, block, position, dealloc_at):
             owner = use.owner.operation
             if owner.name == "memref.dealloc":
                 continue
-            if owner.name in _VIEWS and use.operand_number == 0:
+            if owner.name in VIEW_OPS and use.operand_number == 0:
                 pending.extend(owner.results)
             elif any(isinstance(r.type, ir.MemRefType) for r in owner.results):
                 return dealloc_at
