@@ -15,7 +15,7 @@ ember partition produces are rewritten: for a graph input the copy would merely 
 """
 import torch
 from torch._prims_common import (is_channels_last_contiguous_or_false,
-                                 is_contiguous_or_false)
+                                 is_contiguous_or_false, suggest_memory_format)
 
 aten = torch.ops.aten
 
@@ -35,9 +35,13 @@ def _channels_last(t):
 
 def _conv_layout(node):
     """ATen's choice (mkldnn_conv_use_channels_last / cudnn alike): channels-last when the
-    activation or the weight is, else contiguous."""
+    activation's or the weight's suggested memory format is, else contiguous. Suggested,
+    not "is channels-last contiguous": a 1x1 weight (C, K, 1, 1) is both, ATen computes
+    it contiguous, and taking it for channels-last had RegNet's kernels write a
+    transposed copy of the activation for every 1x1 convolution through ATen."""
     vals = [_val(a) for a in node.args[:3] if isinstance(_val(a), torch.Tensor)]
-    if any(_channels_last(t) for t in vals):
+    if any(t.dim() in (4, 5) and suggest_memory_format(t) != torch.contiguous_format
+           for t in vals):
         return torch.channels_last if vals[0].dim() == 4 else torch.channels_last_3d
     return torch.contiguous_format
 

@@ -120,6 +120,27 @@ def test_conv_gets_its_input_contiguous_from_the_producing_kernel(monkeypatch):
     assert inserted and max(inserted) >= 1
 
 
+def test_a_1x1_conv_of_a_contiguous_model_gets_no_channels_last_copy(monkeypatch):
+    """A (C, K, 1, 1) weight is channels-last contiguous as well as contiguous; ATen
+    convolves it contiguous (its suggested format), so the kernel feeding a 1x1 strided
+    convolution (RegNet's and ResNet's shortcuts) writes no transposed copy for it."""
+    conv = torch.nn.Conv2d(8, 16, 1, stride=2)
+    norm = torch.nn.BatchNorm2d(8).eval()
+
+    def fn(x):
+        return conv(torch.relu(norm(x)))
+
+    inserted = []
+    real = extern_layouts.conv_inputs_in_conv_layout
+    monkeypatch.setattr(extern_layouts, "conv_inputs_in_conv_layout",
+                        lambda gm, extern: inserted.append(real(gm, extern)) or inserted[-1])
+    x = torch.randn(2, 8, 10, 10)
+    with torch.no_grad():
+        out = compile_strict(fn)(x)
+        torch.testing.assert_close(out, fn(x), rtol=1e-5, atol=1e-5)
+    assert out.is_contiguous() and inserted == [0]
+
+
 def test_a_kernel_feeding_a_channels_last_conv_and_a_residual_writes_one_layout(monkeypatch):
     """A residual block of a channels-last model: the kernel making the block's input
     feeds the convolution (which wants channels-last) and the residual add. It writes
