@@ -87,6 +87,10 @@ CASES = {
     "conv2d_patchify": (_patchify, [R(2, 3, 16, 16)]),
     "conv2d_patchify_cropped": (_patchify, [R(2, 3, 18, 17)]),  # rows/cols past the last patch
     "conv2d_1x1": (_conv1x1, [R(2, 4, 5, 5)]),
+    # 64+ pixels, no more output channels than pixels: one GEMM per image
+    "conv2d_1x1_per_image": (_conv1x1, [R(3, 4, 9, 9)]),
+    "conv2d_1x1_per_image_channels_last":
+        (_conv1x1, [R(3, 4, 9, 9).contiguous(memory_format=torch.channels_last)]),
     "conv2d_dilated": (_conv_dil, [R(1, 3, 9, 9)]),
     "conv2d_grouped": (_conv_grouped, [R(1, 4, 7, 7)]),
     "batch_norm": (_bn, [R(2, 4, 5, 5)]),
@@ -129,6 +133,21 @@ def test_op_matches_eager(name):
 
 def test_coverage_is_broad():
     assert len(CASES) >= 60
+
+
+def test_1x1_conv_of_big_images_is_one_gemm_per_image_without_transposes():
+    """A 1x1 convolution over 9x9 images: (8, 4) x (4, 81) per image reads and writes
+    NCHW as it is; the one GEMM over the batch would transpose input and output."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from ember.compiler.capture import decomposition_table
+
+    aten = torch.ops.aten
+    for x, per_image in ((R(3, 4, 9, 9), True), (R(3, 4, 5, 5), False), (R(1, 4, 9, 9), False)):
+        gm = make_fx(_conv1x1, decomposition_table=decomposition_table(conv="aten"))(x)
+        targets = {n.target for n in gm.graph.nodes}
+        assert (aten.bmm.default in targets) == per_image, gm.code
+        assert (aten.permute.default in targets) != per_image
 
 
 @pytest.mark.parametrize("conv", ["aten", "ember"])
