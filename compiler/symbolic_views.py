@@ -16,6 +16,7 @@ import operator
 
 import sympy
 import torch
+from torch._prims_common import is_contiguous_or_false, make_contiguous_strides_for
 from torch.utils._sympy.functions import FloorDiv
 
 from ember.errors import EmberUnsupportedError
@@ -140,11 +141,43 @@ def _call(graph, target, args):
     return node
 
 
+def _dense_as_strided_to_view(graph):
+    """as_strided(x, size, contiguous strides of size, 0) of a contiguous x holding as many
+    elements, with symbolic sizes, is a reshape; written as one, it is split like the
+    others below (AOTAutograd replays a channels-last tangent's views this way under
+    dynamic shapes: as_strided(buffer of (s0-1)*16+16, [s0, 16, 1, 1], [16, 1, 1, 1])).
+
+        before: y = as_strided(x, [s0, 16], [16, 1], 0)      x: (16*s0,) contiguous
+        after:  y = view(x, [s0, 16])
+    """
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not aten.as_strided.default:
+            continue
+        src, out = _val(node.args[0]), _val(node)
+        offset = node.args[3] if len(node.args) > 3 else node.kwargs.get("storage_offset")
+        if not isinstance(src, torch.Tensor) or not isinstance(out, torch.Tensor) or \
+                all(isinstance(v, int) for v in out.shape) or offset not in (None, 0):
+            continue
+        equal = _prover(out)
+        if not is_contiguous_or_false(src) or not equal(_expr(src.storage_offset()), 0) or \
+                not equal(_expr(src.numel()), _expr(out.numel())):
+            continue
+        expected = make_contiguous_strides_for(out.shape)
+        if not all(equal(_expr(size), 1) or equal(_expr(st), _expr(want))
+                   for size, st, want in zip(out.shape, out.stride(), expected)):
+            continue
+        with graph.inserting_before(node):
+            view = _call(graph, aten.view.default, (node.args[0], node.args[1]))
+        node.replace_all_uses_with(view)
+        graph.erase_node(node)
+
+
 def split_symbolic_views(gm):
     """Rewrite reshapes whose sizes are symbolic (see the module doc), in place."""
     graph = gm.graph
     changed = False
     inputs_first(graph)  # a view's -1 may be computed from an input declared below it
+    _dense_as_strided_to_view(graph)
     sizes = _SizeNodes(graph)
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target not in _RESHAPES:

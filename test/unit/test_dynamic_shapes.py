@@ -263,3 +263,29 @@ def test_partition_after_an_aten_convolution_gets_the_symbols_it_needs():
         x = torch.randn(b, n)
         with torch.no_grad():
             torch.testing.assert_close(compiled(x), fn(x), rtol=1e-4, atol=1e-5)
+
+
+def test_channels_last_pooled_gradient_over_a_symbolic_batch_compiles():
+    """A channels-last image through a conv and a global average pool, trained after two
+    contiguous batch sizes (so the graph is symbolic): AOTAutograd gives the (b, 16, 1, 1) tangent channels-last strides
+    through as_strided(buffer, [s0, 16, 1, 1], [16, 1, 1, 1]) with symbolic sizes, which
+    ember could not lower (strict raised, else it ran through ATen). A dense as_strided
+    is a reshape, and compiles as one."""
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1),
+                                torch.nn.AdaptiveAvgPool2d(1))
+    eager, compiled_model = copy.deepcopy(model), copy.deepcopy(model)
+    compiled = ember.compile(compiled_model, options={"fallback": False})
+    for b, layout in ((4, torch.contiguous_format), (3, torch.contiguous_format),
+                      (2, torch.channels_last)):
+        x = torch.randn(b, 3, 12, 12).contiguous(memory_format=layout)
+        eager.zero_grad()
+        compiled_model.zero_grad()
+        expected, actual = eager(x), compiled(x)
+        torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
+        expected.sum().backward()  # the tangent: ones expanded (stride 0), re-strided
+        actual.sum().backward()
+        for p, q in zip(compiled_model.parameters(), eager.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
