@@ -278,6 +278,60 @@ def test_avg_pool_backward_compiles(dynamic):
         torch.testing.assert_close(got[1][0], want[1][0], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_big_window_avg_pool_backward_compiles(dynamic):
+    """HF EfficientNet's pooler, AvgPool2d(1280, ceil_mode=True) over a 7x7 image, and a
+    ResNet-style global 7x7 pool: the backward was traced as kh*kw shifted pads (1.6M
+    nodes), so a grad-mode call ran for minutes and the compile was killed out of
+    memory. Strict now, gradients as eager's, at changing sizes."""
+    pooler = torch.nn.AvgPool2d(1280, ceil_mode=True)
+
+    def head(x):
+        return pooler(x.tanh()) * 2 + F.avg_pool2d(x, 7, ceil_mode=True).sigmoid()
+
+    compiled = ember.compile(head, dynamic=dynamic, options={"fallback": False})
+    for shape in [(2, 8, 7, 7), (3, 8, 9, 8)]:
+        x = torch.randn(shape)
+        want = _grads(head, [x])
+        got = _grads(compiled, [x])
+        torch.testing.assert_close(got[0], want[0], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(got[1][0], want[1][0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(8, 1280, 7, 7), (1280, 7, 7)], ids=["batched", "unbatched"])
+@pytest.mark.parametrize("pool", [torch.nn.AvgPool2d, torch.nn.MaxPool2d])
+def test_big_window_pool_forward_needs_no_window_sized_buffer(pool, shape):
+    """EfficientNet-B0's pooler at batch 8: torch-mlir's pooling padded the input out to
+    the 1280x1280 window and by the stride for ceil_mode, and the call raised asking for
+    68 GB. Strict, as eager's; the max pool's gradient too."""
+    pooler = pool(1280, ceil_mode=True)
+    compiled = ember.compile(pooler, options={"fallback": False})
+    x = torch.randn(shape)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), pooler(x))
+    if pool is torch.nn.MaxPool2d:  # fewer channels: symbolic sizes, static images
+        got, want = _grads(compiled, [x[..., :3, :, :]]), _grads(pooler, [x[..., :3, :, :]])
+        torch.testing.assert_close(got[1][0], want[1][0])
+
+
+def test_big_window_avg_pool_backward_is_a_small_graph():
+    """The decomposition of a 64x64 window's backward is a few GEMMs with 0/1 window
+    matrices, not 4096 pads and adds (kh*kw pads stay for windows up to 4x4)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from ember.compiler.pool_decompositions import avg_pool2d_backward
+
+    def backward(g, x):
+        return avg_pool2d_backward(g, x, [64, 64], [64, 64], [0, 0], True, True)
+
+    x, g = torch.randn(2, 3, 7, 7), torch.randn(2, 3, 1, 1)
+    graph = make_fx(backward)(g, x).graph
+    assert len(graph.nodes) < 60
+    small = make_fx(lambda g, x: avg_pool2d_backward(g, x, [3, 3], [1, 1], [1, 1], False,
+                                                     True))(torch.randn(2, 3, 7, 7), x)
+    assert sum(n.target == torch.ops.aten.constant_pad_nd.default
+               for n in small.graph.nodes) == 9
+
+
 @pytest.mark.parametrize("pool, shape", [
     (torch.nn.AvgPool1d(2), (3, 6)),
     (torch.nn.AvgPool3d(2, ceil_mode=True), (3, 5, 4, 4)),
