@@ -185,6 +185,20 @@ def _build_more(t, name, big, hidden, layers, heads, seq, vocab, inter, batch):
                              hidden_sizes=[32, 64, 128, 256] if big else [8, 16, 16, 32],
                              depths=[1, 1, 1, 1], groups_width=8)
         return t.RegNetModel(cfg), (_img(batch, 3, 64 if big else 32),)
+    if name == "efficientnet":
+        # B0's layout scaled down; the head is AvgPool2d(hidden_dim, ceil_mode=True), a
+        # window far larger than the image, as in every HF EfficientNet
+        width = 0.5 if big else 0.25
+        cfg = t.EfficientNetConfig(image_size=64 if big else 32, width_coefficient=width,
+                                   depth_coefficient=0.5 if big else 0.3,
+                                   hidden_dim=int(1280 * width), num_labels=10)
+        model = t.EfficientNetForImageClassification(cfg)
+        g = torch.Generator().manual_seed(2)
+        with torch.no_grad():  # HF draws the BN scales from N(0, 0.02): outputs ~1e-11
+            for m in model.modules():
+                if isinstance(m, torch.nn.BatchNorm2d):
+                    m.weight.copy_(1 + 0.1 * torch.randn(m.weight.shape, generator=g))
+        return model, (_img(batch, 3, 64 if big else 32),)
     raise KeyError(f"unknown model {name!r}; known: {MODEL_NAMES}")
 
 
@@ -201,7 +215,7 @@ class _Seq2Seq(torch.nn.Module):
 
 MODEL_NAMES = ["bert", "gpt2", "llama", "t5-encoder", "vit", "resnet", "convnext",
                "distilbert", "mobilenetv2", "roberta", "albert", "opt", "mistral", "bart",
-               "t5", "whisper", "wav2vec2", "swin", "regnet"]
+               "t5", "whisper", "wav2vec2", "swin", "regnet", "efficientnet"]
 
 
 def first_tensor(output):
