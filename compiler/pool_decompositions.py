@@ -129,9 +129,11 @@ def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_incl
     geometry = _pool_geometry(x, kernel_size, stride, padding, ceil_mode)
     kernel, stride, padding, ceil = geometry
     h, w = x.shape[2], x.shape[3]
-    oh, ow = (pooling_output_shape(size, k, p, s, 1, ceil)
-              for size, k, p, s in zip((h, w), kernel, padding, stride))
-    if _shifted_copies_pay(kernel[0], kernel[1], oh, ow):
+    small = kernel[0] * kernel[1] <= SHIFTED_COPIES_MAX  # no output sizes (symbolic: guards)
+    oh, ow = (None, None) if small else (
+        pooling_output_shape(size, k, p, s, 1, ceil)
+        for size, k, p, s in zip((h, w), kernel, padding, stride))
+    if small or _shifted_copies_pay(kernel[0], kernel[1], oh, ow):
         if not _simplified((kernel_size, stride, ceil_mode), geometry):
             return NotImplemented  # the op itself
         return aten.avg_pool2d.default(x, kernel, stride, padding, ceil,
