@@ -127,20 +127,20 @@ def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_incl
     if x.dim() != 4:
         return NotImplemented
     geometry = _pool_geometry(x, kernel_size, stride, padding, ceil_mode)
+    simplified = _simplified((kernel_size, stride, ceil_mode), geometry)  # the op's stride
     kernel, stride, padding, ceil = geometry
     h, w = x.shape[2], x.shape[3]
-    small = kernel[0] * kernel[1] <= SHIFTED_COPIES_MAX  # no output sizes (symbolic: guards)
-    oh, ow = (None, None) if small else (
-        pooling_output_shape(size, k, p, s, 1, ceil)
-        for size, k, p, s in zip((h, w), kernel, padding, stride))
-    if small or _shifted_copies_pay(kernel[0], kernel[1], oh, ow):
-        if not _simplified((kernel_size, stride, ceil_mode), geometry):
-            return NotImplemented  # the op itself
-        return aten.avg_pool2d.default(x, kernel, stride, padding, ceil,
-                                       count_include_pad, divisor_override)
-    rows, cols = _window_matrices(h, w, oh, ow, kernel, stride, padding, x)
-    return _divided(_per_plane(x, rows, cols), h, w, kernel, stride, padding,
-                    count_include_pad, divisor_override)
+    if kernel[0] * kernel[1] > SHIFTED_COPIES_MAX:  # output sizes only here (symbolic: guards)
+        oh, ow = (pooling_output_shape(size, k, p, s, 1, ceil)
+                  for size, k, p, s in zip((h, w), kernel, padding, stride))
+        if not _shifted_copies_pay(kernel[0], kernel[1], oh, ow):
+            rows, cols = _window_matrices(h, w, oh, ow, kernel, stride, padding, x)
+            return _divided(_per_plane(x, rows, cols), h, w, kernel, stride, padding,
+                            count_include_pad, divisor_override)
+    if not simplified:
+        return NotImplemented  # the op itself
+    return aten.avg_pool2d.default(x, kernel, stride, padding, ceil, count_include_pad,
+                                   divisor_override)
 
 
 def avg_pool2d_backward(grad_out, x, kernel_size, stride, padding, ceil_mode,
