@@ -260,6 +260,17 @@ def test_weight_norm_backward_compiles(dim):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
 
 
+def _assert_strict_grads_over_shapes(fn, dynamic, shapes):
+    """fn compiled strict: output and input gradient as eager's at each shape in turn."""
+    compiled = ember.compile(fn, dynamic=dynamic, options={"fallback": False})
+    for shape in shapes:
+        x = torch.randn(shape)
+        want = _grads(fn, [x])
+        got = _grads(compiled, [x])
+        torch.testing.assert_close(got[0], want[0], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(got[1][0], want[1][0], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dynamic", [None, True])
 def test_avg_pool_backward_compiles(dynamic):
     """PoolFormer's token mixer (3x3 average, stride 1, padding not counted) and a strided
@@ -269,13 +280,7 @@ def test_avg_pool_backward_compiles(dynamic):
         y = F.avg_pool2d(x, 3, 1, 1, count_include_pad=False) - x
         return F.avg_pool2d(y.tanh(), 3, 2, 1, ceil_mode=True) * 2
 
-    compiled = ember.compile(mixer, dynamic=dynamic, options={"fallback": False})
-    for shape in [(2, 4, 9, 9), (3, 4, 12, 10)]:
-        x = torch.randn(shape)
-        want = _grads(mixer, [x])
-        got = _grads(compiled, [x])
-        torch.testing.assert_close(got[0], want[0], rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(got[1][0], want[1][0], rtol=1e-5, atol=1e-5)
+    _assert_strict_grads_over_shapes(mixer, dynamic, [(2, 4, 9, 9), (3, 4, 12, 10)])
 
 
 @pytest.mark.parametrize("dynamic", [None, True])
@@ -289,13 +294,7 @@ def test_big_window_avg_pool_backward_compiles(dynamic):
     def head(x):
         return pooler(x.tanh()) * 2 + F.avg_pool2d(x, 7, ceil_mode=True).sigmoid()
 
-    compiled = ember.compile(head, dynamic=dynamic, options={"fallback": False})
-    for shape in [(2, 8, 7, 7), (3, 8, 9, 8)]:
-        x = torch.randn(shape)
-        want = _grads(head, [x])
-        got = _grads(compiled, [x])
-        torch.testing.assert_close(got[0], want[0], rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(got[1][0], want[1][0], rtol=1e-5, atol=1e-5)
+    _assert_strict_grads_over_shapes(head, dynamic, [(2, 8, 7, 7), (3, 8, 9, 8)])
 
 
 @pytest.mark.parametrize("shape", [(8, 1280, 7, 7), (1280, 7, 7)], ids=["batched", "unbatched"])
