@@ -294,6 +294,15 @@ def _xlogy_scalar_self(scalar, y):
     return torch.where(torch.isnan(y), float("nan"), value)
 
 
+def _where_of_zero_dim(condition, self, other):
+    """where(c, a, b) with 0-d a and b (`torch.where(mask, 0, 0)`: torch makes its numbers
+    0-d constants): torch-mlir folds where(c, t, t) to t, a 0-d result where c's shape is
+    due, and the graph failed. `a` expanded to the result's shape is not b."""
+    if self.dim() or other.dim() or not condition.dim():
+        return NotImplemented
+    return torch.where(condition, self.expand(condition.shape), other)
+
+
 def _signbit(x):
     """copysign(1, x) < 0: exact for -0.0 and a negative NaN (torch-mlir cannot bitcast)."""
     if not x.dtype.is_floating_point:
@@ -440,6 +449,7 @@ def decomposition_table(conv="ember", attention="ember"):
     table[aten._weight_norm_interface_backward.default] = _weight_norm_interface_backward
     table[aten.diagonal_scatter.default] = _diagonal_scatter
     table[aten.signbit.default] = _signbit
+    table[aten.where.self] = _where_of_zero_dim
     table[aten.reciprocal.default] = _reciprocal
     table[aten.empty_permuted.default] = _empty_permuted
     table[torch.ops.prims.copy_strided.default] = _copy_strided

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch._meta_registrations import pooling_output_shape
 
 from .conv_decomposition import _pair, spread_by_stride
+from .max_pool_indices import max_pool_with_indices
 
 aten = torch.ops.aten
 
@@ -219,6 +220,10 @@ def _first_of(*decompositions):
     return decomposition
 
 
+_CLIPPED_WINDOW_X = {aten.max_pool2d.default: 0, aten.max_pool2d_with_indices.default: 0,
+                     aten.max_pool2d_with_indices_backward.default: 1}
+_WITH_INDICES = (aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
+
 POOL_DECOMPOSITIONS = {aten.avg_pool2d_backward.default: avg_pool2d_backward,
                        aten.avg_pool2d.default: avg_pool2d}
 for _op, _rank, _batched in [
@@ -227,8 +232,9 @@ for _op, _rank, _batched in [
         (aten.max_pool3d_with_indices.default, 5, (0,)),
         (aten.max_pool2d_with_indices_backward.default, 4, (0, 1, 7)),
         (aten.max_pool3d_with_indices_backward.default, 5, (0, 1, 7))]:
-    POOL_DECOMPOSITIONS[_op] = _with_batch_dim(_op, _rank, _batched)
-for _op, _x_position in [(aten.max_pool2d.default, 0), (aten.max_pool2d_with_indices.default, 0),
-                         (aten.max_pool2d_with_indices_backward.default, 1)]:
-    POOL_DECOMPOSITIONS[_op] = _first_of(POOL_DECOMPOSITIONS[_op],
-                                         _max_pool2d_simplified(_op, _x_position))
+    _steps = [_with_batch_dim(_op, _rank, _batched)]
+    if _op in _WITH_INDICES:  # indices as ATen computes them (NaN, -inf)
+        _steps.append(max_pool_with_indices)
+    if _op in _CLIPPED_WINDOW_X:  # a big window: the op again, clipped (then small enough
+        _steps.append(_max_pool2d_simplified(_op, _CLIPPED_WINDOW_X[_op]))  # for the above)
+    POOL_DECOMPOSITIONS[_op] = _first_of(*_steps)

@@ -79,7 +79,12 @@ def test_dynamic_true_compiles_once_for_all_sizes(name, mode):
             expected = fn(*args)
             actual = compiled(*args)
         torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
-    assert _count_compiles() - before <= 1 + (mode == "grad")
+        if n == 5:
+            first = _count_compiles() - before
+    # forward (+ backward); the CNN's forward is two graphs around ATen's convolution:
+    # the max pool's window positions, computed from sizes alone, come first
+    assert first <= 1 + (mode == "grad") + (name == "cnn_dynamic_image")
+    assert _count_compiles() - before == first  # no size compiles again
 
 
 def test_size_returned_by_the_graph():
