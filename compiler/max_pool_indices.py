@@ -25,9 +25,9 @@ stem, 3.6x at symbolic sizes).
 
 Windows over MAX_WINDOW elements (global pools) keep the op itself.
 """
+import itertools
 import math
 import threading
-import itertools
 
 import torch
 import torch.nn.functional as F
@@ -35,7 +35,7 @@ from torch._meta_registrations import pooling_output_shape
 
 # set while this decomposition calls the op it decomposes, for its values
 _TRACING_THE_OP = threading.local()
-MAX_WINDOW = 64  # a 7x7 or 4x4x4 window; each element adds a max, two compares, two selects
+MAX_WINDOW = 64  # a 7x7 or 4x4x4 window; each element adds two compares and two selects
 
 
 def _expanded(values, n, default=None):
