@@ -31,10 +31,18 @@ def _shifted_slices(xp, kh, kw, oh, ow, stride, dilation):
                      j * dw: j * dw + sw * (ow - 1) + 1: sw]
 
 
+def per_dim(values, n, default=()):
+    """ATen's spatial int[] arguments, one value per dim: given as [] or None (then
+    `default`), one value for every dim (stride=[2], padding=[0]), or one per dim."""
+    values = [] if values is None else (
+        list(values) if isinstance(values, (list, tuple)) else [values])
+    if not values:
+        return list(default)
+    return values * n if len(values) == 1 else values
+
+
 def _pair(values):
-    """ATen passes one value for all spatial dims as a 1-list (stride=[2], padding=[0])."""
-    values = list(values)
-    return values * 2 if len(values) == 1 else values
+    return per_dim(values, 2)
 
 
 def spread_by_stride(g, stride):

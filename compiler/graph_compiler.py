@@ -23,7 +23,7 @@ from .diagnostics import warn_once
 from .driver import compile_graph
 from .fx_meta import value_of as _val
 from .graph_outputs import _copy_graph
-from .partition_symbols import pass_missing_symbols
+from .partition_symbols import pass_missing_symbols, sizes_from_graph_inputs
 
 log = logging.getLogger("ember")
 _MAX_ROUNDS = 6
@@ -123,6 +123,7 @@ def compile_fx_graph(gm, example_inputs, *, target, options, strict, mutated_inp
         extern[node] = (kind, _describe_node_error(node, reason))
     _keep_size_arithmetic_compiled(gm, extern)
     extern_layouts.conv_inputs_in_conv_layout(gm, extern)
+    sizes_from_graph_inputs(gm, extern)
     for node, (kind, err) in extern.items():
         if kind == "unsupported":
             if strict:

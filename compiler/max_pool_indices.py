@@ -33,17 +33,11 @@ import torch
 import torch.nn.functional as F
 from torch._meta_registrations import pooling_output_shape
 
+from .conv_decomposition import per_dim
+
 # set while this decomposition calls the op it decomposes, for its values
 _TRACING_THE_OP = threading.local()
 MAX_WINDOW = 64  # a 7x7 or 4x4x4 window; each element adds two compares and two selects
-
-
-def _expanded(values, n, default=None):
-    """ATen's int[] arguments: [] (the default), one value for every dim, or one per dim."""
-    values = list(values) if isinstance(values, (list, tuple)) else [values]
-    if not values:
-        return list(default)
-    return values * n if len(values) == 1 else values
 
 
 def _first_in_bounds(start, dilation):
@@ -64,10 +58,10 @@ def max_pool_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, ceil
     if n not in (2, 3) or x.dtype == torch.bool or x.is_complex():
         return NotImplemented
     lowest = float("-inf") if x.dtype.is_floating_point else torch.iinfo(x.dtype).min
-    kernel = _expanded(kernel_size, n)
-    stride = _expanded(stride, n, kernel)
-    padding = _expanded(padding, n)
-    dilation = _expanded(dilation, n)
+    kernel = per_dim(kernel_size, n)
+    stride = per_dim(stride, n, kernel)
+    padding = per_dim(padding, n)
+    dilation = per_dim(dilation, n)
     if math.prod(kernel) > MAX_WINDOW:
         return NotImplemented
     sizes = list(x.shape[2:])

@@ -17,7 +17,7 @@ input tensor); the partition now takes the missing ones as extra int inputs:
 import torch
 
 from .fx_meta import inputs_first, value_of as _val
-from .scalar_prologue import symbol_reads
+from .scalar_prologue import expression_step, is_computable_from_inputs, symbol_reads
 from .symbolic import _free_symbols
 
 
@@ -61,3 +61,39 @@ def pass_missing_symbols(parent, call, sub, created):
         added = True
     if added:
         sub.recompile()
+
+
+def sizes_from_graph_inputs(gm, extern):
+    """Size arithmetic that reads an intermediate tensor (`sym_size(pooled, 2)`) reads the
+    graph's inputs instead, when its expression is one of their symbols. Such a node runs
+    in Python between partitions: reading a computed tensor, it made the partitioner cut
+    the kernels before it from those after it (a max pool's window positions need the
+    padded image's size), two partitions where one fits:
+
+        before: p = ember_0(c)          # relu, pad
+                n = sym_size(p, 2)      # (s1 - 1)//2 + 3, in Python
+                y = ember_1(p, n)       # the pool, reads n
+        after:  n = size_expression(x)  # from the input x's size s1
+                y = ember_0(c, n)       # relu, pad and the pool
+
+    `extern` ({node: reason}) follows the rewrite."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    reads = symbol_reads(placeholders)
+    changed = False
+    for node in [n for n in extern if n.op == "call_function"]:
+        reads_intermediate = any(
+            isinstance(a, torch.fx.Node) and a.op != "placeholder"
+            and isinstance(_val(a), torch.Tensor) for a in node.args)
+        if not reads_intermediate or not is_computable_from_inputs(_val(node), reads):
+            continue
+        function, refs, _ = expression_step(_val(node), reads)
+        function.__module__ = __name__  # torch.fx names every target by its module
+        with gm.graph.inserting_before(node):
+            new = gm.graph.call_function(function, tuple(placeholders[i] for _, i in refs))
+        new.meta["val"] = _val(node)
+        node.replace_all_uses_with(new)
+        extern[new] = extern.pop(node)
+        gm.graph.erase_node(node)
+        changed = True
+    if changed:
+        gm.recompile()

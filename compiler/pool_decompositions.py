@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch._meta_registrations import pooling_output_shape
 
-from .conv_decomposition import _pair, spread_by_stride
+from .conv_decomposition import _pair, per_dim, spread_by_stride
 from .max_pool_indices import max_pool_with_indices
 
 aten = torch.ops.aten
@@ -96,7 +96,7 @@ def _pool_geometry(x, kernel_size, stride, padding, ceil_mode):
     - ceil_mode is dropped where it adds no output (static sizes): torch-mlir pads the
       input by stride - 1 for it (EfficientNet's stride 1280: a 68 GB buffer)."""
     kernel = _pair(kernel_size)
-    stride, padding = _pair(stride or kernel_size), _pair(padding or [0])  # stride=[]: kernel
+    stride, padding = per_dim(stride, 2, kernel), per_dim(padding, 2, [0, 0])
     sizes = x.shape[-2:]
     reach = [isinstance(size, int) and k > size + 2 * p
              for k, size, p in zip(kernel, sizes, padding)]
@@ -114,7 +114,7 @@ def _simplified(given, geometry):
     """Whether _pool_geometry changed the op's (kernel, stride, ceil_mode)."""
     kernel_size, stride, ceil_mode = given
     return geometry[0] != tuple(_pair(kernel_size)) or geometry[3] != bool(ceil_mode) or \
-        geometry[1] != tuple(_pair(stride or kernel_size))
+        geometry[1] != tuple(per_dim(stride, 2, _pair(kernel_size)))
 
 
 def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
@@ -197,7 +197,7 @@ def _max_pool2d_simplified(op, x_position):
         args = list(args)
         args += [[], [], [], [], False][len(args) - x_position - 1:]  # the defaults
         kernel_size, stride, padding, dilation, ceil_mode = args[x_position + 1:x_position + 6]
-        if any(d != 1 for d in _pair(dilation or [1])):
+        if any(d != 1 for d in per_dim(dilation, 2, [1, 1])):
             return NotImplemented
         geometry = _pool_geometry(args[x_position], kernel_size, stride, padding, ceil_mode)
         if not _simplified((kernel_size, stride, ceil_mode), geometry):
