@@ -19,6 +19,7 @@ from .indexing_decompositions import INDEXING_DECOMPOSITIONS
 from .order_statistics import ORDER_STATISTICS
 from .distance_decompositions import DISTANCE_DECOMPOSITIONS
 from .pool_decompositions import POOL_DECOMPOSITIONS
+from .random_decompositions import RANDOM_DECOMPOSITIONS
 from .foreach_decompositions import FOREACH_DECOMPOSITIONS
 
 aten = torch.ops.aten
@@ -443,6 +444,7 @@ def decomposition_table(conv="ember", attention="ember"):
         for op in ATTENTION_DECOMPOSITIONS:
             table.pop(op)
     table.update(FOREACH_DECOMPOSITIONS)
+    table.update(RANDOM_DECOMPOSITIONS)
     for op in (aten.cumprod.default, aten.mean.dim, aten.mean.default):
         table[op] = _without_dtype(op)
     table[aten.roll.default] = _roll
