@@ -79,21 +79,25 @@ def sizes_from_graph_inputs(gm, extern):
     `extern` ({node: reason}) follows the rewrite."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     reads = symbol_reads(placeholders)
-    changed = False
+    first_computation = next(n for n in gm.graph.nodes if n.op != "placeholder")
+    by_value = {}  # (type, expression) -> its node: every layer of a CNN reads the same sizes
     for node in [n for n in extern if n.op == "call_function"]:
         reads_intermediate = any(
             isinstance(a, torch.fx.Node) and a.op != "placeholder"
             and isinstance(_val(a), torch.Tensor) for a in node.args)
         if not reads_intermediate or not is_computable_from_inputs(_val(node), reads):
             continue
-        function, refs, _ = expression_step(_val(node), reads)
-        function.__module__ = __name__  # torch.fx names every target by its module
-        with gm.graph.inserting_before(node):
-            new = gm.graph.call_function(function, tuple(placeholders[i] for _, i in refs))
-        new.meta["val"] = _val(node)
-        node.replace_all_uses_with(new)
-        extern[new] = extern.pop(node)
+        key = (type(_val(node)), _val(node).node.expr)
+        if key not in by_value:
+            function, refs, _ = expression_step(_val(node), reads)
+            function.__module__ = __name__  # torch.fx names every target by its module
+            with gm.graph.inserting_before(first_computation):  # before every use
+                new = gm.graph.call_function(function, tuple(placeholders[i] for _, i in refs))
+            new.meta["val"] = _val(node)
+            extern[new] = extern[node]
+            by_value[key] = new
+        node.replace_all_uses_with(by_value[key])
+        del extern[node]
         gm.graph.erase_node(node)
-        changed = True
-    if changed:
+    if by_value:
         gm.recompile()

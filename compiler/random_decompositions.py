@@ -69,7 +69,7 @@ def _rand(size, dtype=None, layout=None, device=None, pin_memory=None):
     dtype = dtype or torch.get_default_dtype()
     if dtype not in _BITS or layout not in (None, torch.strided) or pin_memory:
         return NotImplemented
-    return uniform(list(size), dtype, device or torch.device("cpu"))
+    return uniform(list(size), dtype, device)  # None: torch's default device
 
 
 def _rand_like(x, dtype=None, layout=None, device=None, pin_memory=None,
